@@ -1,0 +1,46 @@
+"""IDDPG: independent DDPG learners, each critic sees only its own observation and action.
+
+The other agents are treated as part of the environment (non-stationary from each learner's
+point of view). Everything except the critic input is shared with
+:class:`~evcs_gym.baselines.maddpg.MADDPG`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
+
+__all__ = ["IDDPG", "IDDPGConfig"]
+
+
+@dataclass
+class IDDPGConfig(MADDPGConfig):
+    """Hyper-parameters of IDDPG: exactly the fields (and defaults) of ``MADDPGConfig``."""
+
+
+class IDDPG(MADDPG):
+    """Independent DDPG: ``Q_i(o_i, a_i)`` per agent, decentralised actors.
+
+    >>> import numpy as np
+    >>> from gymnasium.spaces import Box
+    >>> spaces = {"a": Box(-1, 1, (3,)), "b": Box(-1, 1, (3,))}
+    >>> acts = {"a": Box(0, 1, (2,)), "b": Box(0, 1, (2,))}
+    >>> algo = IDDPG(spaces, acts, IDDPGConfig(seed=1))
+    >>> q = algo.get_critics()["a"]
+    >>> q({"a": torch.zeros(4, 3)}, {"a": torch.zeros(4, 2)}).shape
+    torch.Size([4])
+    """
+
+    name = "iddpg"
+    config_cls = IDDPGConfig
+
+    def _critic_input_dim(self, agent: str) -> int:
+        return self.obs_dims[agent] + self.act_dims[agent]
+
+    def _critic_input(
+        self, agent: str, obs_n: dict[str, torch.Tensor], act_n: dict[str, torch.Tensor]
+    ) -> torch.Tensor:
+        return torch.cat([obs_n[agent], act_n[agent]], dim=-1)

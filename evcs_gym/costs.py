@@ -1,0 +1,96 @@
+"""Vectorised route costs: every platoon × every route of its set, from link travel times.
+
+For each (platoon, route) pair the trip is walked link by link through the
+time-dependent travel-time table of the last simulation (numpy, all pairs at once):
+the arrival time gives the time cost, the entry time of the charging link gives the
+pricing period and so the charging cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from evcs_gym.network import NetworkData
+
+__all__ = ["PairCosts", "RouteCoster"]
+
+
+@dataclass
+class PairCosts:
+    """Costs of all (platoon, route) pairs, shaped (n_platoons, k); +inf where no route."""
+
+    cost: np.ndarray
+    travel_time: np.ndarray
+    charge_entry: np.ndarray
+    """Estimated entry time into the charging link (NaN for non-charging routes)."""
+    price_cost: np.ndarray
+
+
+class RouteCoster:
+    """Precomputes the (platoon, route) pair tables of one scenario."""
+
+    def __init__(self, network: NetworkData) -> None:
+        nd = network
+        s = nd.settings
+        self.network = nd
+        self.delta_t = float(s.deltan)
+        self.n_steps = int(s.simulation_time / self.delta_t)
+        self.time_value = s.time_value_coefficient
+        self.energy = s.charging_demand_per_vehicle
+        self.period_length = s.period_length
+        self.n_periods = s.charging_periods
+        routes = nd.group_routes[nd.veh_group]  # (V, k)
+        self.shape = routes.shape
+        valid = routes >= 0
+        self.valid = valid
+        self.pair_veh, self.pair_slot = np.nonzero(valid)
+        self.pair_route = routes[valid]
+        self.routes = routes
+        lengths = np.diff(nd.route_offsets)
+        lmax = int(lengths.max()) if len(lengths) else 0
+        mat = np.full((nd.n_routes, lmax), -1, dtype=np.int64)
+        col = np.arange(lmax)
+        mask = col[None, :] < lengths[:, None]
+        mat[mask] = nd.route_links
+        self.pair_links = mat[self.pair_route]
+        self.pair_charge_pos = nd.route_charge_position[self.pair_route]
+        charge_link = nd.route_charging_link[self.pair_route]
+        self.pair_station = np.where(charge_link >= 0, nd.links.station[charge_link], -1)
+        self.pair_departure = nd.veh_departure[self.pair_veh]
+        self.lmax = lmax
+
+    def compute(self, traveltime: np.ndarray, prices: np.ndarray) -> PairCosts:
+        """Costs of every pair given link travel times (n_links, n_steps) and prices."""
+        n = self.n_steps
+        flat_tt = traveltime.ravel()
+        t = self.pair_departure.copy()
+        charge_entry = np.full(len(t), np.nan)
+        for j in range(self.lmax):
+            link = self.pair_links[:, j]
+            active = link >= 0
+            at_charge = self.pair_charge_pos == j
+            charge_entry[at_charge] = t[at_charge]
+            idx = np.minimum((t / self.delta_t).astype(np.int64), n - 1)
+            step = flat_tt[np.where(active, link, 0) * n + idx]
+            t = t + np.where(active, step, 0.0)
+        travel = t - self.pair_departure
+        charging = self.pair_station >= 0
+        period = np.minimum(
+            (np.nan_to_num(charge_entry) / self.period_length).astype(np.int64), self.n_periods - 1
+        )
+        price = np.where(charging, prices[np.maximum(self.pair_station, 0), period], 0.0)
+        price_cost = price * self.energy
+        cost = self.time_value * travel + price_cost
+        out = []
+        for values, fill in (
+            (cost, np.inf),
+            (travel, np.inf),
+            (charge_entry, np.nan),
+            (price_cost, np.inf),
+        ):
+            full = np.full(self.shape, fill)
+            full[self.pair_veh, self.pair_slot] = values
+            out.append(full)
+        return PairCosts(*out)

@@ -1,0 +1,219 @@
+"""NetworkData: the plain, picklable description of a scenario that evaluations run on.
+
+Everything an evaluation needs lives here as numpy arrays and tuples — no UXsim
+objects — so a NetworkData pickles cheaply to worker processes. It is built once by
+:func:`evcs_gym.load_scenario` (route sets and the warm-start assignment included).
+
+Links are indexed in one table, in the order they are added to the UXsim World:
+road links first, then one charging self-loop per station, then virtual connector
+links. Virtual nodes and links (``is_virtual``) model the trip end of charging
+vehicles: they finish at a per-destination sink node behind a short connector, so a
+charging route that passes its destination before the station is not cut short
+(UXsim ends a trip the moment a vehicle reaches its destination node).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from evcs_gym.settings import ScenarioSettings
+
+__all__ = ["LINK_CHARGING", "LINK_CONNECTOR", "LINK_ROAD", "LinkTable", "NetworkData"]
+
+LINK_ROAD = 0
+LINK_CHARGING = 1
+LINK_CONNECTOR = 2
+
+
+def _equal(a: object, b: object) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (
+            isinstance(a, np.ndarray)
+            and isinstance(b, np.ndarray)
+            and a.dtype == b.dtype
+            and np.array_equal(a, b)
+        )
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(
+            _equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+        )
+    return a == b
+
+
+class _ArrayDataclass:
+    """Mixin: field-wise equality that understands numpy arrays."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(self) is not type(other):
+            return NotImplemented
+        return all(
+            _equal(getattr(self, f.name), getattr(other, f.name))
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+@dataclass(frozen=True, eq=False)
+class LinkTable(_ArrayDataclass):
+    """All links (road, charging, connector) as parallel arrays, in UXsim-id order."""
+
+    names: tuple[str, ...]
+    start: np.ndarray
+    """Start node index (int64)."""
+    end: np.ndarray
+    """End node index (int64)."""
+    length: np.ndarray
+    """Length in m."""
+    free_flow_speed: np.ndarray
+    """Free-flow speed in m/s."""
+    jam_density: np.ndarray
+    """Jam density in veh/m (per lane)."""
+    merge_priority: np.ndarray
+    number_of_lanes: np.ndarray
+    kind: np.ndarray
+    """``LINK_ROAD``, ``LINK_CHARGING`` or ``LINK_CONNECTOR``."""
+    station: np.ndarray
+    """Agent index of a charging link, -1 for every other link."""
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    @property
+    def free_flow_time(self) -> np.ndarray:
+        """Free-flow travel time of each link in s."""
+        return self.length / self.free_flow_speed
+
+    @property
+    def is_virtual(self) -> np.ndarray:
+        """True for modelling links that are not part of the road network (connectors)."""
+        return self.kind == LINK_CONNECTOR
+
+
+@dataclass(frozen=True, eq=False)
+class NetworkData(_ArrayDataclass):
+    """A loaded scenario: network, platoons, route sets and settings.
+
+    Attributes are read-only; build instances with :func:`evcs_gym.load_scenario`.
+
+    Example:
+        >>> import evcs_gym
+        >>> nd = evcs_gym.load_scenario("tiny")
+        >>> nd.agent_names
+        ('A', 'B')
+        >>> nd.n_periods, nd.price_bounds["A"]
+        (4, (0.5, 2.0))
+    """
+
+    name: str
+    settings: ScenarioSettings
+    node_names: tuple[str, ...]
+    node_xy: np.ndarray
+    """(n_nodes_total, 2) coordinates, for drawing."""
+    node_is_virtual: np.ndarray
+    links: LinkTable
+    agent_names: tuple[str, ...]
+    station_node: np.ndarray
+    """Node index of each agent's station."""
+    station_link: np.ndarray
+    """Link index of each agent's charging link."""
+
+    # demand rows as read (before discretisation); demanded vehicles per class
+    demand_rows: np.ndarray
+    """(n_rows, 5) float: orig index, dest index, start_t, end_t, q (multiplier applied)."""
+    demanded_vehicles: dict[str, float]
+    """{"charging": x, "non_charging": y}: demanded vehicle counts (not rounded)."""
+
+    # platoons
+    veh_orig: np.ndarray
+    veh_dest: np.ndarray
+    """Road destination node of each platoon (the sink is added for charging ones)."""
+    veh_departure: np.ndarray
+    veh_charging: np.ndarray
+    veh_group: np.ndarray
+    """Route-set group of each platoon: one group per (orig, dest, class)."""
+
+    # route sets
+    group_routes: np.ndarray
+    """(n_groups, k) route ids of each group, padded with -1, sorted by free-flow time."""
+    route_offsets: np.ndarray
+    """CSR offsets into ``route_links`` (n_routes + 1)."""
+    route_links: np.ndarray
+    """Concatenated link indices of all routes (int32)."""
+    route_free_flow_time: np.ndarray
+    route_charging_link: np.ndarray
+    """Charging link index of each route, -1 for non-charging routes."""
+    route_charge_position: np.ndarray
+    """Position of the charging link within the route, -1 for non-charging routes."""
+
+    initial_route_choice: np.ndarray
+    """Route id of each platoon at the start of every evaluation (the warm start)."""
+    warm_start_info: dict
+    """How ``initial_route_choice`` was computed (price, iterations, gap) or free-flow."""
+
+    source: str = ""
+    route_seconds: float = 0.0
+    """Wall time spent computing the route sets at load time."""
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_agents(self) -> int:
+        return len(self.agent_names)
+
+    @property
+    def n_periods(self) -> int:
+        return self.settings.charging_periods
+
+    @property
+    def price_bounds(self) -> dict[str, tuple[float, float]]:
+        """Agent name -> (price_min, price_max) in currency per kWh."""
+        return {a: self.settings.charging_nodes[a] for a in self.agent_names}
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of road-network nodes (virtual sink nodes excluded)."""
+        return int((~self.node_is_virtual).sum())
+
+    @property
+    def n_links(self) -> int:
+        """Road links plus charging links (virtual connectors excluded)."""
+        return int((~self.links.is_virtual).sum())
+
+    @property
+    def n_platoons(self) -> int:
+        return len(self.veh_departure)
+
+    @property
+    def n_routes(self) -> int:
+        return len(self.route_free_flow_time)
+
+    def route(self, route_id: int) -> list[str]:
+        """Link names of one route.
+
+        Example:
+            >>> import evcs_gym
+            >>> nd = evcs_gym.load_scenario("tiny")
+            >>> nd.route(int(nd.group_routes[0, 0]))[:1]
+            ['1-2']
+        """
+        lo, hi = self.route_offsets[route_id], self.route_offsets[route_id + 1]
+        return [self.links.names[i] for i in self.route_links[lo:hi]]
+
+    def simulated_vehicles(self) -> dict[str, int]:
+        """Simulated vehicle counts per class (platoons × deltan)."""
+        n = self.settings.deltan
+        charging = int(self.veh_charging.sum())
+        return {"charging": charging * n, "non_charging": (self.n_platoons - charging) * n}
+
+    def summary(self) -> str:
+        """One line describing the scenario."""
+        veh = self.simulated_vehicles()
+        return (
+            f"{self.name}: {self.n_nodes} nodes, {self.n_links} links "
+            f"({self.n_agents} charging), {self.n_agents} stations, {self.n_periods} periods, "
+            f"{veh['charging']} charging + {veh['non_charging']} other vehicles, "
+            f"{self.n_routes} routes"
+        )

@@ -1,0 +1,280 @@
+"""Scenario settings: the typed, validated form of ``<name>_settings.json``.
+
+Every key of the settings file maps to one field of :class:`ScenarioSettings`; unknown
+keys raise :class:`~evcs_gym.errors.ScenarioError` so that a typo cannot pass silently.
+Keyword overrides given to :func:`evcs_gym.load_scenario` go through the same checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from evcs_gym.errors import ScenarioError
+
+__all__ = ["ScenarioSettings", "StationOverride"]
+
+
+@dataclass(frozen=True)
+class StationOverride:
+    """Per-station properties of the charging link (``None`` = scenario default)."""
+
+    length: float | None = None
+    """Charging link length in m (with the speed it sets the charging time)."""
+    free_flow_speed: float | None = None
+    """Charging link free-flow speed in m/s."""
+    number_of_lanes: int | None = None
+    """Parallel chargers: lanes of the charging link (capacity scales with it)."""
+
+
+@dataclass(frozen=True)
+class ScenarioSettings:
+    """All settings of a scenario, with units. See the README's settings table."""
+
+    network_name: str = "unnamed"
+    """Human-readable scenario name."""
+    simulation_time: float = 7200.0
+    """Simulated horizon in s; trips unfinished by then count as not completed."""
+    deltan: int = 5
+    """UXsim platoon size: vehicles per simulated platoon."""
+    demand_multiplier: float = 1.0
+    """Scales every demand rate ``q``."""
+    charging_car_rate: float = 0.1
+    """Share of each OD's demand that must charge exactly once on the way."""
+    charging_link_length: float = 3000.0
+    """Length of the charging self-loop link in m."""
+    charging_link_free_flow_speed: float = 10.0
+    """Speed on the charging link in m/s (length / speed = charging time)."""
+    charging_periods: int = 8
+    """Number of equal pricing periods over ``simulation_time``."""
+    charging_nodes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Station node name -> (price_min, price_max) in currency per kWh."""
+    routes_per_od: int = 10
+    """k: routes kept per OD pair and class (k shortest by free-flow time)."""
+    time_value_coefficient: float = 0.005
+    """Value of time in currency per s."""
+    charging_demand_per_vehicle: float = 50.0
+    """Energy bought per charging vehicle in kWh."""
+    ue_convergence_threshold: float = 0.01
+    """UE stop rule: mean relative cost gap over completed vehicles."""
+    ue_convergence_stable_rounds: int = 3
+    """UE stop rule: consecutive iterations the gap and completion criteria must hold."""
+    ue_max_iterations: int = 100
+    """UE iteration cap (then ``converged=False``)."""
+    ue_min_completed_ratio: float = 0.95
+    """UE stop rule: minimum share of trips completed."""
+    ue_switch_rule: str = "smoothed"
+    """Switching rule of the UE loop: ``"smoothed"`` (default) or ``"legacy"``
+    (see :mod:`evcs_gym.switching`)."""
+    ue_switch_memory: float = 0.5
+    """Smoothed rule: weight of the past in the smoothed route costs (0 = no memory)."""
+    ue_switch_sensitivity: float = 1.0
+    """Smoothed rule: a platoon with smoothed relative gap g switches with probability
+    ``min(1, sensitivity * g) / (1 + decay * n)``."""
+    ue_switch_decay: float = 0.0
+    """Smoothed rule: step-size decay per iteration n."""
+    ue_switch_gamma: float = 5.0
+    """Legacy rule (earlier tool): switch probability ``min(1, gamma * g) / (1 + alpha * n)``."""
+    ue_switch_alpha: float = 0.08
+    """Legacy rule: step-size decay ``alpha``."""
+    ue_uncompleted_switch_prob: float = 0.3
+    """Probability that a vehicle which did not complete its trip moves to its cheapest route."""
+    flow_scale_factor: float = 100.0
+    """Normalisation constant for observed flows (vehicles per period)."""
+    reward_scale: float = 10000.0
+    """Fixed normalisation constant for rewards (currency) used by envs and baselines."""
+    energy_cost_per_kwh: float = 0.0
+    """Station's cost per kWh sold; rewards are ``(price - energy_cost) * energy * flow``."""
+    default_seed: int = 0
+    """Seed used when an evaluation is asked for with ``seed=None``."""
+    warm_start_price: float | None = None
+    """Uniform reference price whose equilibrium, computed once when the scenario loads,
+    is every evaluation's starting assignment. ``None``: the middle of the common
+    price bounds. Set ``warm_start=False`` in :func:`load_scenario` for a free-flow start."""
+    station_overrides: dict[str, StationOverride] = field(default_factory=dict)
+    """Station node name -> :class:`StationOverride` (charging-link length, speed, lanes)."""
+
+    @property
+    def period_length(self) -> float:
+        """Length of one pricing period in s."""
+        return self.simulation_time / self.charging_periods
+
+    @classmethod
+    def from_mapping(cls, raw: dict[str, Any], source: str = "settings") -> ScenarioSettings:
+        """Build validated settings from a plain mapping (e.g. parsed JSON plus overrides).
+
+        Raises:
+            ScenarioError: unknown key, wrong type or value out of range; the message
+                names ``source``, the key and the value.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ScenarioError(
+                f"{source}: unknown setting key(s) {unknown}; known keys are {sorted(known)}"
+            )
+        kwargs: dict[str, Any] = {}
+        for name, value in raw.items():
+            kwargs[name] = _convert(name, value, source)
+        settings = cls(**kwargs)
+        settings._validate(source)
+        return settings
+
+    def _validate(self, source: str) -> None:
+        positive = [
+            "simulation_time",
+            "deltan",
+            "charging_link_length",
+            "charging_link_free_flow_speed",
+            "charging_periods",
+            "routes_per_od",
+            "charging_demand_per_vehicle",
+            "ue_convergence_threshold",
+            "ue_convergence_stable_rounds",
+            "ue_max_iterations",
+            "flow_scale_factor",
+            "reward_scale",
+        ]
+        for name in positive:
+            value = getattr(self, name)
+            if not value > 0:
+                raise ScenarioError(f"{source}: `{name}` must be positive, got {value!r}")
+        non_negative = [
+            "demand_multiplier",
+            "time_value_coefficient",
+            "ue_switch_gamma",
+            "ue_switch_alpha",
+            "ue_switch_sensitivity",
+            "ue_switch_decay",
+            "energy_cost_per_kwh",
+        ]
+        for name in non_negative:
+            value = getattr(self, name)
+            if not value >= 0:
+                raise ScenarioError(f"{source}: `{name}` must be >= 0, got {value!r}")
+        if self.ue_switch_rule not in ("smoothed", "legacy"):
+            raise ScenarioError(
+                f"{source}: `ue_switch_rule` must be 'smoothed' or 'legacy', "
+                f"got {self.ue_switch_rule!r}"
+            )
+        for name in [
+            "charging_car_rate",
+            "ue_min_completed_ratio",
+            "ue_uncompleted_switch_prob",
+            "ue_switch_memory",
+        ]:
+            value = getattr(self, name)
+            if not 0 <= value <= 1:
+                raise ScenarioError(f"{source}: `{name}` must be in [0, 1], got {value!r}")
+        if not self.charging_nodes:
+            raise ScenarioError(f"{source}: `charging_nodes` must name at least one station")
+        for node, (low, high) in self.charging_nodes.items():
+            if not (math.isfinite(low) and math.isfinite(high)):
+                raise ScenarioError(
+                    f"{source}: `charging_nodes[{node!r}]` bounds must be finite, got {[low, high]}"
+                )
+            if low > high:
+                raise ScenarioError(
+                    f"{source}: `charging_nodes[{node!r}]` has price_min {low} > price_max {high}"
+                )
+            if low < 0:
+                raise ScenarioError(
+                    f"{source}: `charging_nodes[{node!r}]` has negative price_min {low}"
+                )
+        for node in self.station_overrides:
+            if node not in self.charging_nodes:
+                raise ScenarioError(
+                    f"{source}: `station_overrides` names {node!r}, which is not in "
+                    f"`charging_nodes` {sorted(self.charging_nodes)}"
+                )
+
+
+_INT_KEYS = {
+    "deltan",
+    "charging_periods",
+    "routes_per_od",
+    "ue_convergence_stable_rounds",
+    "ue_max_iterations",
+    "default_seed",
+}
+_FLOAT_KEYS = {
+    "simulation_time",
+    "demand_multiplier",
+    "charging_car_rate",
+    "charging_link_length",
+    "charging_link_free_flow_speed",
+    "time_value_coefficient",
+    "charging_demand_per_vehicle",
+    "ue_convergence_threshold",
+    "ue_min_completed_ratio",
+    "ue_switch_gamma",
+    "ue_switch_alpha",
+    "ue_uncompleted_switch_prob",
+    "ue_switch_memory",
+    "ue_switch_sensitivity",
+    "ue_switch_decay",
+    "flow_scale_factor",
+    "reward_scale",
+    "energy_cost_per_kwh",
+}
+
+
+def _convert(name: str, value: Any, source: str) -> Any:
+    where = f"{source}: `{name}`"
+    if name in _INT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise ScenarioError(f"{where} must be an integer, got {value!r}")
+        return int(value)
+    if name in _FLOAT_KEYS:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ScenarioError(f"{where} must be a number, got {value!r}")
+        if not math.isfinite(value):
+            raise ScenarioError(f"{where} must be finite, got {value!r}")
+        return float(value)
+    if name in ("network_name", "ue_switch_rule"):
+        if not isinstance(value, str):
+            raise ScenarioError(f"{where} must be a string, got {value!r}")
+        return value
+    if name == "warm_start_price":
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ScenarioError(f"{where} must be a number or null, got {value!r}")
+        return float(value)
+    if name == "charging_nodes":
+        if not isinstance(value, dict):
+            raise ScenarioError(f"{where} must map station node -> [price_min, price_max]")
+        out = {}
+        for node, bounds in value.items():
+            ok = isinstance(bounds, (list, tuple)) and len(bounds) == 2
+            ok = ok and all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
+            if not ok:
+                raise ScenarioError(
+                    f"{where}[{node!r}] must be [price_min, price_max], got {bounds!r}"
+                )
+            out[str(node)] = (float(bounds[0]), float(bounds[1]))
+        return out
+    if name == "station_overrides":
+        if not isinstance(value, dict):
+            raise ScenarioError(
+                f"{where} must map station node -> {{length, free_flow_speed, ...}}"
+            )
+        out = {}
+        allowed = {f.name for f in dataclasses.fields(StationOverride)}
+        for node, spec in value.items():
+            if isinstance(spec, StationOverride):
+                out[str(node)] = spec
+                continue
+            if not isinstance(spec, dict) or set(spec) - allowed:
+                raise ScenarioError(
+                    f"{where}[{node!r}] must be a mapping with keys from {sorted(allowed)}, "
+                    f"got {spec!r}"
+                )
+            for key, v in spec.items():
+                if v is not None and (isinstance(v, bool) or not v > 0):
+                    raise ScenarioError(f"{where}[{node!r}].{key} must be positive, got {v!r}")
+            out[str(node)] = StationOverride(**spec)
+        return out
+    raise AssertionError(f"unhandled settings key {name}")  # pragma: no cover
