@@ -58,7 +58,10 @@ def bench(name: str, repeats: int, n_random: int) -> dict:
         f"{nd.warm_start_info.get('iterations', 0)} UE iterations)"
     )
     print(f"raw simulation (build + exec_simulation, free-flow routes): {raw:.3f} s")
-    header = f"{'case':<22}{'seconds':>9}{'iters':>7}{'conv':>6}{'gap':>8}{'done':>7}{'ratio':>8}{'outside sim':>13}"
+    header = (
+        f"{'case':<22}{'seconds':>9}{'iters':>7}{'conv':>6}{'gap':>8}{'done':>7}"
+        f"{'ratio':>8}{'outside sim':>13}"
+    )
     print(header)
     print("-" * len(header))
 
