@@ -225,7 +225,12 @@ class ReplayBuffer:
         next_obs: Mapping[str, np.ndarray],
         dones: Mapping[str, np.ndarray | bool],
     ) -> int:
-        """Store a (possibly batched) joint transition; return the number of rows added."""
+        """Store a (possibly batched) joint transition; return the number of rows given.
+
+        Each field maps every agent to an array with a leading batch dim B (or without it for a
+        single transition; rewards and dones are then scalars). If B exceeds the capacity only
+        the newest ``capacity`` rows are kept.
+        """
         given = {"obs": obs, "actions": actions, "next_obs": next_obs}
         checked: dict[str, dict[str, np.ndarray]] = {}
         for field, value in given.items():

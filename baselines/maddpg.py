@@ -78,7 +78,7 @@ class MADDPGConfig:
     noise_std: float = 0.1
     """Initial exploration std, in units of each action dimension's range (high - low)."""
     noise_decay: float = 0.999
-    """Multiplicative decay of the exploration std, applied once per :meth:`learn` update."""
+    """Multiplicative decay of the exploration std, applied once per ``learn()`` that trains."""
     noise_min: float = 0.01
     """Floor of the exploration std (same units as ``noise_std``)."""
     learning_starts: int = 64
@@ -279,6 +279,7 @@ class MADDPG:
         return self._act(obs_b, add_noise=True)
 
     def reset_noise(self) -> None:
+        """Restore every agent's exploration std to ``config.noise_std``."""
         for noise in self.noise.values():
             noise.reset()
 
@@ -304,13 +305,11 @@ class MADDPG:
             next_act = {
                 a: self._norm_act(a, self.target_actors[a](o)) for a, o in tb["next_obs"].items()
             }
-            return {
-                a: tb["rewards"][a]
-                + gamma
-                * (1 - tb["dones"][a])
-                * self.target_critics[a](self._critic_input(a, next_obs, next_act))
-                for a in self.agents
-            }
+            targets = {}
+            for a in self.agents:
+                q_next = self.target_critics[a](self._critic_input(a, next_obs, next_act))
+                targets[a] = tb["rewards"][a] + gamma * (1 - tb["dones"][a]) * q_next
+            return targets
 
     @torch.no_grad()
     def critic_losses(self, batch: Batch) -> dict[str, float]:
