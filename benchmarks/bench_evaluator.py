@@ -54,7 +54,7 @@ def bench(name: str, repeats: int, n_random: int) -> dict:
     print(f"\n== {nd.summary()}")
     print(
         f"load {load_s:.2f} s (route sets {nd.route_seconds:.2f} s, warm start "
-        f"{nd.warm_start_info.get('seconds', 0.0):.2f} s, "
+        f"{nd.timings.get('warm_start', 0.0):.2f} s, "
         f"{nd.warm_start_info.get('iterations', 0)} UE iterations)"
     )
     print(f"raw simulation (build + exec_simulation, free-flow routes): {raw:.3f} s")

@@ -236,6 +236,17 @@ class EVCSRewardEvaluator:
             },
         )
 
+    def equilibrium_routes(self, prices: Mapping[str, Any], seed: int | None = None) -> np.ndarray:
+        """Route id (see :meth:`NetworkData.route`) of every platoon at the final UE iteration.
+
+        Same computation as :meth:`evaluate` (same prices and seed give the assignment
+        behind that result); for analysis and diagnostics.
+        """
+        s = self.network.settings
+        p = self.check_prices(prices)
+        ue = self._solve(p, _check_seed(s.default_seed if seed is None else seed))
+        return self._coster.routes[np.arange(len(ue.route_slot)), ue.route_slot]
+
     # ------------------------------------------------------------------ internals
     def _period_flows(self, sim: SimulationOutput) -> np.ndarray:
         s = self.network.settings
@@ -357,6 +368,8 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
         "iterations": ue.iterations,
         "converged": ue.converged,
         "relative_gap": ue.gap_history[-1],
-        "seconds": time.perf_counter() - t0,
     }
-    return dataclasses.replace(network, initial_route_choice=choice, warm_start_info=info)
+    timings = {**network.timings, "warm_start": time.perf_counter() - t0}
+    return dataclasses.replace(
+        network, initial_route_choice=choice, warm_start_info=info, timings=timings
+    )

@@ -52,6 +52,7 @@ class _ArrayDataclass:
         return all(
             _equal(getattr(self, f.name), getattr(other, f.name))
             for f in dataclasses.fields(self)  # type: ignore[arg-type]
+            if f.compare
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -155,10 +156,15 @@ class NetworkData(_ArrayDataclass):
     """How ``initial_route_choice`` was computed (price, iterations, gap) or free-flow."""
 
     source: str = ""
-    route_seconds: float = 0.0
-    """Wall time spent computing the route sets at load time."""
+    timings: dict = dataclasses.field(default_factory=dict, compare=False)
+    """Wall-clock seconds spent at load time (``routes``, ``warm_start``); not compared."""
 
     # ------------------------------------------------------------------ properties
+    @property
+    def route_seconds(self) -> float:
+        """Seconds spent computing the route sets when the scenario loaded."""
+        return float(self.timings.get("routes", 0.0))
+
     @property
     def n_agents(self) -> int:
         return len(self.agent_names)

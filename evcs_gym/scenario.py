@@ -340,12 +340,10 @@ def _load_uncached(
     # ------------------------------------------------------------------ route sets
     t_routes = time.perf_counter()
     ff = links.free_flow_time
-    graph, pair_link = routes_mod.road_graph(
-        n_road_nodes, links.start, links.end, ff, links.kind == LINK_ROAD
+    finder = routes_mod.RouteFinder(
+        n_road_nodes, links.start, links.end, ff, links.kind == LINK_ROAD, settings.routes_per_od
     )
-    two_layer = routes_mod.two_layer_graph(
-        graph, [node_index[a] for a in agents], station_link, ff[station_link]
-    )
+    stations = [(node_index[a], station_link[i]) for i, a in enumerate(agents)]
     k = settings.routes_per_od
     group_of: dict[tuple[int, int, int], int] = {}
     group_routes: list[list[int]] = []
@@ -359,10 +357,10 @@ def _load_uncached(
     for (o, d), r in demanded_pairs.items():
         for c in classes:
             if c:
-                found = routes_mod.charging_routes(two_layer, pair_link, o, d, k)
+                found = finder.charging_routes(o, d, stations)
                 found = [rt + [connector_of[d]] for rt in found]
             else:
-                found = routes_mod.road_routes(graph, pair_link, o, d, k)
+                found = finder.road_routes(o, d)
             if not found:
                 kind_txt = "charging route (via a station)" if c else "route"
                 raise ScenarioError(
@@ -431,7 +429,7 @@ def _load_uncached(
         initial_route_choice=initial,
         warm_start_info={"kind": "free_flow"},
         source=str(folder),
-        route_seconds=route_seconds,
+        timings={"routes": route_seconds},
     )
     if warm_start and nd.n_platoons:
         from evcs_gym.evaluator import compute_warm_start

@@ -62,8 +62,9 @@ class WorldBuilder:
         True
     """
 
-    def __init__(self, network: NetworkData) -> None:
+    def __init__(self, network: NetworkData, *, vehicle_logging: bool = False) -> None:
         self.network = network
+        self.vehicle_logging = vehicle_logging
         s = network.settings
         self.deltan = int(s.deltan)
         self.delta_t = float(s.deltan)  # reaction time 1 s
@@ -120,7 +121,7 @@ class WorldBuilder:
             save_mode=0,
             show_mode=0,
             show_progress=0,
-            vehicle_logging_timestep_interval=-1,
+            vehicle_logging_timestep_interval=1 if self.vehicle_logging else -1,
             hard_deterministic_mode=False,
         )
         for name, (x, y) in zip(nd.node_names, nd.node_xy.tolist()):
@@ -161,6 +162,23 @@ class WorldBuilder:
         cw.main_loop(-1.0, self.n_steps * self.delta_t)
         self.exec_seconds += time.perf_counter() - t0
         return self.read(W)
+
+    def charging_entries(self, W: uxsim_cpp_wrapper.CppWorld) -> np.ndarray:
+        """(n_platoons, n_agents) number of times each platoon entered each charging link.
+
+        Needs ``vehicle_logging=True``; a diagnostic for tests and analysis.
+        """
+        if not self.vehicle_logging:
+            raise ValueError("charging_entries needs WorldBuilder(..., vehicle_logging=True)")
+        log = W._cpp_world.build_enter_log_data()
+        link_ids = np.asarray(log["link_id"])
+        vehicles = np.asarray(log["vehicle_index"])
+        nd = self.network
+        station_of_link = nd.links.station
+        counts = np.zeros((nd.n_platoons, nd.n_agents), dtype=np.int64)
+        hit = station_of_link[link_ids] >= 0
+        np.add.at(counts, (vehicles[hit], station_of_link[link_ids[hit]]), 1)
+        return counts
 
     def read(self, W: uxsim_cpp_wrapper.CppWorld) -> SimulationOutput:
         """Read the arrays the UE loop needs from a simulated World."""

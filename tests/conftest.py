@@ -1,0 +1,53 @@
+"""Shared fixtures: the bundled scenarios (loaded once per session) and scenario folders."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import evcs_gym
+
+
+@pytest.fixture(scope="session")
+def tiny() -> evcs_gym.NetworkData:
+    return evcs_gym.load_scenario("tiny")
+
+
+@pytest.fixture(scope="session")
+def siouxfalls() -> evcs_gym.NetworkData:
+    return evcs_gym.load_scenario("siouxfalls")
+
+
+def write_scenario(
+    folder: Path,
+    name: str,
+    nodes: list[tuple],
+    links: list[tuple],
+    demand: list[tuple],
+    settings: dict,
+) -> Path:
+    """Write a scenario folder in the bundled layout and return its path."""
+    path = folder / name
+    path.mkdir(parents=True, exist_ok=True)
+    (path / f"{name}_nodes.csv").write_text(
+        "name,x,y\n" + "".join(f"{n},{x},{y}\n" for n, x, y in nodes)
+    )
+    (path / f"{name}_links.csv").write_text(
+        "name,start,end,length,u,kappa,merge_priority\n"
+        + "".join(",".join(str(v) for v in row) + "\n" for row in links)
+    )
+    (path / f"{name}_demand.csv").write_text(
+        "orig,dest,start_t,end_t,q\n" + "".join(",".join(str(v) for v in r) + "\n" for r in demand)
+    )
+    (path / f"{name}_settings.json").write_text(json.dumps(settings, indent=2))
+    return path
+
+
+@pytest.fixture
+def scenario_writer(tmp_path):
+    def make(name="custom", **parts):
+        return write_scenario(tmp_path, name, **parts)
+
+    return make
