@@ -1,0 +1,134 @@
+"""Command-line interface: ``evcs-gym <command> ...``.
+
+Commands:
+    evaluate   evaluate one price profile (uniform ``--price`` or a JSON ``--prices`` file)
+    scenarios  list the bundled scenarios
+
+Example:
+    $ evcs-gym evaluate --scenario siouxfalls --price 1.25
+    $ evcs-gym evaluate --scenario tiny --prices prices.json --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main"]
+
+
+def _load_prices(args: argparse.Namespace, nd) -> dict[str, np.ndarray]:
+    from evcs_gym.prices import uniform_prices
+
+    if args.prices is not None:
+        try:
+            raw = json.loads(Path(args.prices).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise SystemExit(f"evcs-gym: cannot read --prices {args.prices!r}: {e}") from None
+        if isinstance(raw, dict) and "prices" in raw and isinstance(raw["prices"], dict):
+            raw = raw["prices"]
+        return {str(k): np.asarray(v, dtype=float) for k, v in raw.items()}
+    return uniform_prices(nd.agent_names, nd.n_periods, args.price)
+
+
+def format_result(nd, res, seconds: float) -> str:
+    """Human-readable table of prices, flows and revenues per station and period."""
+    periods = nd.n_periods
+    width = max(8, max(len(a) for a in nd.agent_names) + 2)
+    plen = nd.settings.period_length
+    lines = [
+        f"scenario {nd.name}: {nd.n_agents} stations, {periods} periods of {plen:.0f} s, "
+        f"seed {res.seed}",
+        "",
+    ]
+    head = f"{'station':<{width}}{'':<8}" + "".join(f"{'p' + str(p):>9}" for p in range(periods))
+    head += f"{'total':>11}"
+    lines.append(head)
+    lines.append("-" * len(head))
+    for a in nd.agent_names:
+        price = "".join(f"{v:>9.3f}" for v in res.prices[a])
+        flow = "".join(f"{v:>9.0f}" for v in res.flows[a])
+        lines.append(f"{a:<{width}}{'price':<8}{price}")
+        lines.append(f"{'':<{width}}{'flow':<8}{flow}{res.flows[a].sum():>11.0f}")
+        lines.append(f"{'':<{width}}{'revenue':<8}{'':>{9 * periods}}{res.revenues[a]:>11.1f}")
+    total_flow = sum(f.sum() for f in res.flows.values())
+    lines += [
+        "-" * len(head),
+        f"total revenue {sum(res.revenues.values()):.1f}, vehicles charged {total_flow:.0f} "
+        f"of {res.ue_stats['simulated_charging_vehicles']} charging trips",
+        f"UE: {res.ue_iterations} iterations, converged={res.converged}, "
+        f"relative gap {res.ue_stats['relative_gap']:.4f}, "
+        f"completed {res.ue_stats['completed_ratio']:.3f}, {seconds:.2f} s",
+    ]
+    return "\n".join(lines)
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    import evcs_gym
+
+    t0 = time.perf_counter()
+    nd = evcs_gym.load_scenario(args.scenario)
+    load_s = time.perf_counter() - t0
+    ev = evcs_gym.EVCSRewardEvaluator(nd)
+    prices = _load_prices(args, nd)
+    try:
+        res = ev.evaluate(prices, seed=args.seed)
+    except evcs_gym.PriceError as e:
+        print(f"evcs-gym: invalid prices: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        out: dict[str, Any] = res.to_dict()
+        out["scenario"] = nd.name
+        out["load_seconds"] = load_s
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"loaded {nd.summary()} in {load_s:.1f} s")
+        print(format_result(nd, res, res.timings["total"]))
+    return 0
+
+
+def _cmd_scenarios(args: argparse.Namespace) -> int:
+    import evcs_gym
+
+    for name in evcs_gym.available_scenarios():
+        print(name)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="evcs-gym", description="EV charging-station pricing games on UXsim."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("evaluate", help="evaluate one price profile in the simulator")
+    p.add_argument("--scenario", default="siouxfalls", help="bundled name or folder path")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--price", type=float, default=1.25, help="uniform price per kWh")
+    group.add_argument(
+        "--prices", help='JSON file {"station": [price per period, ...], ...}'
+    )
+    p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: scenario's)")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("scenarios", help="list the bundled scenarios")
+    p.set_defaults(func=_cmd_scenarios)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
