@@ -2,6 +2,8 @@
 
 Commands:
     evaluate   evaluate one price profile (uniform ``--price`` or a JSON ``--prices`` file)
+    exploit    verify a price profile: each station's best unilateral deviation
+    solve      run the reference solver (best-response dynamics) to a verified equilibrium
     scenarios  list the bundled scenarios
 
 Example:
@@ -94,6 +96,78 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+from contextlib import contextmanager  # noqa: E402
+
+
+@contextmanager
+def _evaluator(nd, workers: int):
+    """A process pool for ``workers > 1``, else the scenario itself (serial evaluation)."""
+    if workers > 1:
+        from evcs_gym.pool import ParallelEvaluatorPool
+
+        with ParallelEvaluatorPool(nd, n_workers=workers) as pool:
+            yield pool
+    else:
+        yield nd
+
+
+def _cmd_exploit(args: argparse.Namespace) -> int:
+    import evcs_gym
+    from evcs_gym.baselines.exploitability import exploitability
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    prices = _load_prices(args, nd)
+    t0 = time.perf_counter()
+    with _evaluator(nd, args.workers) as backend:
+        res = exploitability(backend, prices, seed=args.seed, budget=args.budget, grid=args.grid)
+    if args.json:
+        print(json.dumps(res.to_dict(), indent=2))
+    else:
+        print(res.summary())
+        print(f"({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def _cmd_solve(args: argparse.Namespace) -> int:
+    import evcs_gym
+    from evcs_gym.baselines.best_response import BestResponseDynamics
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    with _evaluator(nd, args.workers) as backend:
+        solver = BestResponseDynamics(
+            backend,
+            target=args.target,
+            damping=args.damping,
+            budget_per_station=args.budget_per_station,
+            max_rounds=args.rounds,
+            budget=args.budget,
+            seed=args.seed,
+            verbose=not args.json,
+        )
+        res = solver.solve()
+    out = {
+        "scenario": nd.name,
+        "prices": {a: v.tolist() for a, v in res.prices.items()},
+        "converged": res.converged,
+        "rounds": res.rounds,
+        "evaluations": res.evaluations,
+        "seconds": res.seconds,
+        "certificate": res.certificate.to_dict(),
+        "history": res.history,
+    }
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, indent=2))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(res.summary())
+        if args.out:
+            print(f"written to {args.out}")
+    return 0
+
+
 def _cmd_scenarios(args: argparse.Namespace) -> int:
     import evcs_gym
 
@@ -112,12 +186,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scenario", default="siouxfalls", help="bundled name or folder path")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--price", type=float, default=1.25, help="uniform price per kWh")
-    group.add_argument(
-        "--prices", help='JSON file {"station": [price per period, ...], ...}'
-    )
+    group.add_argument("--prices", help='JSON file {"station": [price per period, ...], ...}')
     p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: scenario's)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("exploit", help="verify a price profile in the simulator")
+    p.add_argument("--scenario", default="siouxfalls")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--price", type=float, default=1.25, help="uniform price per kWh")
+    group.add_argument("--prices", help="JSON file {station: [prices per period]}")
+    p.add_argument("--budget", type=int, default=64, help="evaluations per station")
+    p.add_argument("--grid", type=int, default=7, help="uniform price levels tried first")
+    p.add_argument("--workers", type=int, default=1, help="evaluator processes")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_exploit)
+
+    p = sub.add_parser("solve", help="reference equilibrium by best-response dynamics")
+    p.add_argument("--scenario", default="siouxfalls")
+    p.add_argument("--target", type=float, default=0.02, help="relative NashConv to reach")
+    p.add_argument("--damping", type=float, default=0.5)
+    p.add_argument("--budget-per-station", type=int, default=48)
+    p.add_argument("--rounds", type=int, default=20)
+    p.add_argument("--budget", type=int, default=None, help="total evaluations at most")
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="write prices and certificate to this JSON file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_solve)
 
     p = sub.add_parser("scenarios", help="list the bundled scenarios")
     p.set_defaults(func=_cmd_scenarios)
