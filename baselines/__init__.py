@@ -10,6 +10,9 @@ critic sees:
 All implement the :class:`Algorithm` protocol (batched acting and storing for vector envs,
 ``learn()``, ``get_critics()``, ``save``/``load``). :class:`NashConvChecker` estimates
 NashConv from the learned critics by projected gradient ascent on each agent's own action.
+:class:`GameTrainer` trains any of them through a multi-agent vector env;
+:func:`exploitability` verifies a price profile in the simulator and
+:class:`BestResponseDynamics` is the reference equilibrium solver.
 
 Nothing here is specific to EV charging: any env with 1-D Box observations and finite 1-D Box
 actions works, e.g. ``MADDPG.from_env(simple_spread_v3.parallel_env(continuous_actions=True))``
@@ -19,6 +22,7 @@ with ``from mpe2 import simple_spread_v3``.
 from __future__ import annotations
 
 from evcs_gym.baselines.algorithm import Algorithm, CriticFn
+from evcs_gym.baselines.best_response import BestResponseDynamics, SolverResult
 from evcs_gym.baselines.common import (
     Actor,
     Batch,
@@ -29,16 +33,28 @@ from evcs_gym.baselines.common import (
     polyak_update,
     torch_seeded,
 )
+from evcs_gym.baselines.exploitability import ExploitabilityResult, exploitability
+from evcs_gym.baselines.history import GameHistory
 from evcs_gym.baselines.iddpg import IDDPG, IDDPGConfig
 from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
 from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
 from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
+from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig
+from evcs_gym.baselines.vec import SerialVecEnv
 
 ALGORITHMS: dict[str, type[MADDPG]] = {"maddpg": MADDPG, "iddpg": IDDPG, "mfddpg": MFDDPG}
 """Algorithm classes by their ``name``."""
 
 __all__ = [
     "ALGORITHMS",
+    "BestResponseDynamics",
+    "ExploitabilityResult",
+    "GameHistory",
+    "GameTrainer",
+    "SerialVecEnv",
+    "SolverResult",
+    "TrainerConfig",
+    "exploitability",
     "IDDPG",
     "MADDPG",
     "MFDDPG",

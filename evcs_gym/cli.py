@@ -2,6 +2,7 @@
 
 Commands:
     evaluate   evaluate one price profile (uniform ``--price`` or a JSON ``--prices`` file)
+    train      train MADDPG / IDDPG / MFDDPG through the vector env, verify, write a run folder
     exploit    verify a price profile: each station's best unilateral deviation
     solve      run the reference solver (best-response dynamics) to a verified equilibrium
     scenarios  list the bundled scenarios
@@ -168,6 +169,73 @@ def _cmd_solve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train(args: argparse.Namespace) -> int:
+    import evcs_gym
+    from evcs_gym.baselines import ALGORITHMS, GameTrainer, MADDPGConfig, TrainerConfig
+    from evcs_gym.baselines.exploitability import exploitability
+    from evcs_gym.wrappers import make_vector_env
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
+    print(f"loaded {nd.summary()}")
+    venv = make_vector_env(args.num_envs, scenario=nd, rounds=args.rounds, n_workers=args.workers)
+    try:
+        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
+        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
+        config = MADDPGConfig(
+            seed=args.seed,
+            batch_size=min(64, max(8, args.budget // 8)),
+            learning_starts=min(64, max(8, args.budget // 8)),
+            noise_std=args.noise,
+            noise_decay=args.noise_decay,
+        )
+        algo = ALGORITHMS[args.algo](spaces_obs, spaces_act, config, agents=venv.possible_agents)
+
+        def verifier(prices):
+            return exploitability(
+                venv.pool, prices, seed=args.seed, budget=args.verify_budget
+            ).to_dict()
+
+        trainer = GameTrainer(
+            venv,
+            algo,
+            TrainerConfig(
+                budget=args.budget,
+                check_every=args.check_every,
+                seed=args.seed,
+                progress=not args.quiet,
+            ),
+            verifier=verifier if args.verify_budget > 0 else None,
+        )
+        summary = trainer.train()
+        final = trainer.evaluate_pure(1)
+        pure = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
+        summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
+        summary["final_revenue"] = final.mean_reward
+        summary["scenario"] = nd.name
+        print("\nfinal pure prices and revenue (evaluation rollout):")
+        for a in nd.agent_names:
+            print(
+                f"  {a:>6}: "
+                + " ".join(f"{v:.3f}" for v in pure[a])
+                + f"   revenue {final.mean_reward[a]:.1f}"
+            )
+        if args.verify_budget > 0:
+            print(f"verifying in the simulator ({args.verify_budget} evaluations per station)...")
+            cert = trainer.verify(pure)
+            summary["verified_exploitability"] = cert
+            print(
+                f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
+                f"max relative gain {cert['max_relative_gain']:.2%}"
+            )
+        paths = trainer.save_outputs(out, summary)
+        plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
+        print(f"run folder: {out} (plots: {plots})")
+    finally:
+        venv.close()
+    return 0
+
+
 def _cmd_scenarios(args: argparse.Namespace) -> int:
     import evcs_gym
 
@@ -190,6 +258,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: scenario's)")
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("train", help="train a baseline through the vector env")
+    p.add_argument("--scenario", default="siouxfalls")
+    p.add_argument("--algo", choices=["maddpg", "iddpg", "mfddpg"], default="maddpg")
+    p.add_argument("--budget", type=int, default=400, help="evaluations to spend")
+    p.add_argument("--workers", type=int, default=2, help="evaluator processes")
+    p.add_argument("--num-envs", type=int, default=2, help="game copies stepped per iteration")
+    p.add_argument("--rounds", type=int, default=10, help="rounds per repeated-game episode")
+    p.add_argument("--check-every", type=int, default=10)
+    p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
+    p.add_argument("--noise-decay", type=float, default=0.995)
+    p.add_argument(
+        "--verify-budget",
+        type=int,
+        default=16,
+        help="simulator evaluations per station for the final verification (0: skip)",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help="run folder (default runs/<scenario>-<algo>-seed<seed>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_train)
 
     p = sub.add_parser("exploit", help="verify a price profile in the simulator")
     p.add_argument("--scenario", default="siouxfalls")
