@@ -1,0 +1,117 @@
+"""Benchmark: MADDPG / IDDPG / MFDDPG and the reference solver on one evaluation budget.
+
+For each scenario (default: tiny) every learner trains through the vector env
+(``--num-envs`` copies, ``--workers`` evaluator processes) for ``--budget`` evaluations
+with the same seeds; its final pure prices are then verified in the simulator
+(:func:`evcs_gym.baselines.exploitability`, ``--verify-budget`` evaluations per
+station). The reference solver (:class:`~evcs_gym.baselines.BestResponseDynamics`) gets
+the same evaluation budget. Prints a table: final prices, total revenue, verified
+relative NashConv, the largest per-station relative gain, evaluations and wall time.
+
+Run: ``python benchmarks/bench_algorithms.py --scenarios tiny siouxfalls --budget 3000``
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+import evcs_gym
+from evcs_gym.baselines import (
+    ALGORITHMS,
+    BestResponseDynamics,
+    GameTrainer,
+    MADDPGConfig,
+    TrainerConfig,
+    exploitability,
+)
+from evcs_gym.pool import ParallelEvaluatorPool
+from evcs_gym.wrappers import make_vector_env
+
+
+def run_learner(name, nd, pool, args) -> dict:
+    t0 = time.perf_counter()
+    venv = make_vector_env(args.num_envs, scenario=nd, rounds=args.rounds, pool=pool)
+    obs_spaces = {a: venv.observation_space(a) for a in venv.possible_agents}
+    act_spaces = {a: venv.action_space(a) for a in venv.possible_agents}
+    algo = ALGORITHMS[name](obs_spaces, act_spaces, MADDPGConfig(seed=args.seed))
+    trainer = GameTrainer(
+        venv, algo, TrainerConfig(budget=args.budget, seed=args.seed, progress=False)
+    )
+    trainer.train()
+    final = trainer.evaluate_pure(1)
+    venv.close()
+    prices = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
+    train_s = time.perf_counter() - t0
+    cert = exploitability(pool, prices, seed=args.seed, budget=args.verify_budget)
+    return {
+        "name": name,
+        "prices": prices,
+        "cert": cert,
+        "evaluations": trainer.evaluations,
+        "seconds": train_s,
+    }
+
+
+def run_solver(nd, pool, args) -> dict:
+    t0 = time.perf_counter()
+    solver = BestResponseDynamics(
+        pool,
+        target=args.target,
+        budget=args.budget,
+        seed=args.seed,
+        budget_per_station=args.verify_budget,
+        max_rounds=1000,
+    )
+    res = solver.solve()
+    return {
+        "name": "best-response",
+        "prices": res.prices,
+        "cert": res.certificate,
+        "evaluations": res.evaluations,
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenarios", nargs="+", default=["tiny"])
+    parser.add_argument("--budget", type=int, default=600)
+    parser.add_argument("--verify-budget", type=int, default=32)
+    parser.add_argument("--num-envs", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--target", type=float, default=0.02)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for name in args.scenarios:
+        nd = evcs_gym.load_scenario(name)
+        print(f"\n== {nd.summary()}; budget {args.budget} evaluations, seed {args.seed}")
+        rows = []
+        with ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
+            for algo in ALGORITHMS:
+                rows.append(run_learner(algo, nd, pool, args))
+            rows.append(run_solver(nd, pool, args))
+        head = (
+            f"{'method':<15}{'revenue':>10}{'NashConv':>10}{'max gain':>10}"
+            f"{'evals':>7}{'s':>7}  prices"
+        )
+        print(head)
+        print("-" * len(head))
+        for r in rows:
+            c = r["cert"]
+            prices = " | ".join(
+                f"{a}: " + " ".join(f"{v:.2f}" for v in p) for a, p in r["prices"].items()
+            )
+            print(
+                f"{r['name']:<15}{c.total_reward:>10.0f}{c.relative_nash_conv:>10.2%}"
+                f"{c.max_relative_gain:>10.2%}{r['evaluations']:>7}{r['seconds']:>7.0f}  {prices}"
+            )
+
+
+if __name__ == "__main__":
+    main()
