@@ -1,0 +1,37 @@
+"""The pricing game as environments: PettingZoo parallel and AEC, and Gymnasium.
+
+* :func:`parallel_env` / :class:`EVCSPricingParallelEnv` — the one-step game, one agent
+  per station (PettingZoo ``ParallelEnv``).
+* :func:`env` — the same game as a PettingZoo AEC env.
+* :class:`EVCSPricingEnv` — ``gym.make("EVCSPricing-v0")``: joint control or one
+  station's best response, optionally repeated (``rounds``).
+
+Example:
+    >>> import evcs_gym
+    >>> evcs_gym.parallel_env(scenario="tiny").metadata["name"]
+    'evcs_pricing_v0'
+"""
+
+from __future__ import annotations
+
+from evcs_gym.envs.aec import env, raw_env
+from evcs_gym.envs.gym_env import EVCSPricingEnv
+from evcs_gym.envs.parallel_env import (
+    EvaluatorLike,
+    EVCSPricingParallelEnv,
+    PendingStep,
+    parallel_env,
+)
+from evcs_gym.envs.registration import ENV_ID, register_envs
+
+__all__ = [
+    "ENV_ID",
+    "EVCSPricingEnv",
+    "EVCSPricingParallelEnv",
+    "EvaluatorLike",
+    "PendingStep",
+    "env",
+    "parallel_env",
+    "raw_env",
+    "register_envs",
+]
