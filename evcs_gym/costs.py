@@ -54,8 +54,17 @@ class RouteCoster:
         col = np.arange(lmax)
         mask = col[None, :] < lengths[:, None]
         mat[mask] = nd.route_links
-        self.pair_links = mat[self.pair_route]
+        # pairs sorted by route length (longest first): column j of the walk then only
+        # touches a prefix of the pairs, without masks
+        pair_len = lengths[self.pair_route]
+        order = np.argsort(-pair_len, kind="stable")
+        self.pair_veh = self.pair_veh[order]
+        self.pair_slot = self.pair_slot[order]
+        self.pair_route = self.pair_route[order]
+        self.pair_links = np.ascontiguousarray(mat[self.pair_route].T)  # (lmax, n_pairs)
+        self._active = [int((pair_len[order] > j).sum()) for j in range(lmax)]
         self.pair_charge_pos = nd.route_charge_position[self.pair_route]
+        self._at_charge = [np.flatnonzero(self.pair_charge_pos == j) for j in range(lmax)]
         charge_link = nd.route_charging_link[self.pair_route]
         self.pair_station = np.where(charge_link >= 0, nd.links.station[charge_link], -1)
         self.pair_departure = nd.veh_departure[self.pair_veh]
@@ -68,13 +77,11 @@ class RouteCoster:
         t = self.pair_departure.copy()
         charge_entry = np.full(len(t), np.nan)
         for j in range(self.lmax):
-            link = self.pair_links[:, j]
-            active = link >= 0
-            at_charge = self.pair_charge_pos == j
-            charge_entry[at_charge] = t[at_charge]
-            idx = np.minimum((t / self.delta_t).astype(np.int64), n - 1)
-            step = flat_tt[np.where(active, link, 0) * n + idx]
-            t = t + np.where(active, step, 0.0)
+            m = self._active[j]
+            at = self._at_charge[j]
+            charge_entry[at] = t[at]
+            idx = np.minimum((t[:m] / self.delta_t).astype(np.int64), n - 1)
+            t[:m] += flat_tt[self.pair_links[j, :m] * n + idx]
         travel = t - self.pair_departure
         charging = self.pair_station >= 0
         period = np.minimum(

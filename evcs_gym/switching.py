@@ -3,19 +3,35 @@
 A rule sees the route costs of every (platoon, route) pair from the latest simulation
 and returns the next route slot of every platoon. It never touches the stop rule.
 
-* :class:`SmoothedSwitching` (default, ``ue_switch_rule="smoothed"``) — decisions on
-  exponentially smoothed route costs: ``c̄ ← (1 − m)·c + m·c̄`` with memory
-  ``m = ue_switch_memory``. A completed platoon whose smoothed relative gap is g moves
-  to its smoothed-cheapest route with probability
-  ``min(1, ue_switch_sensitivity · g) / (1 + ue_switch_decay · n)``; platoons below a
-  tenth of the convergence threshold stay. Smoothing stops platoons near a pricing-period
-  boundary or a queue from flip-flopping between two routes on one noisy iteration,
-  which is what keeps a plain gap rule from settling on uneven prices.
+* :class:`TargetedSwitching` (default, ``ue_switch_rule="targeted"``). Per iteration n:
+
+  1. *Smoothed costs.* ``c̄ ← (1 − m)·c + m·c̄`` over all (platoon, route) pairs, with
+     memory ``m = ue_switch_memory`` (``c̄ = c`` at the first iteration). A completed
+     platoon's smoothed gap is ``ḡ = (c̄_own − min c̄)/c̄_own``; its target is its
+     smoothed-cheapest route.
+  2. *Budget.* Only the ``max(ceil(ue_switch_budget · n_platoons),
+     ue_switch_budget_min)`` completed platoons with the largest ``ḡ`` (and ``ḡ`` ≥ a
+     tenth of the threshold) are eligible; ties by platoon index.
+  3. *Gap-proportional step.* An eligible platoon moves to its target with probability
+     ``min(1, ue_switch_sensitivity · ḡ) / (1 + ue_switch_decay · n)``.
+
+  Why: the simulated network reacts chaotically to route changes — a few dozen moved
+  platoons shift queues enough to change the gaps of hundreds of others by several
+  per cent — so the mean gap stalls at a noise level set by how many platoons move
+  (with a plain gap rule on uneven prices, 1–2 % for tens of iterations). Moving only
+  the worst, persistently mis-routed platoons (smoothing) in small batches (budget)
+  lowers that level fast. The rule never looks at the stop criteria: the stop rule's
+  consecutive rounds are confirmed under continued switching, never by freezing.
+* :class:`SmoothedSwitching` (``"smoothed"``, the previous default) — steps 1
+  and 3 only: every completed platoon with ``ḡ`` ≥ a tenth of the threshold moves with
+  probability ``min(1, ue_switch_sensitivity · ḡ) / (1 + ue_switch_decay · n)``
+  (it was used with sensitivity 1).
 * :class:`LegacySwitching` (``"legacy"``) — the earlier tool's rule on the latest costs,
   ``P = min(1, ue_switch_gamma · g) / (1 + ue_switch_alpha · n)``.
 
-In both, a platoon that did not finish its trip moves to its cheapest route with
-probability ``ue_uncompleted_switch_prob``.
+In all rules a platoon that did not finish its trip moves to its cheapest route (latest
+costs) with probability ``ue_uncompleted_switch_prob``. All randomness comes from the generator
+passed in; the rules are vectorised numpy (≈ 1 ms for 7,500 platoons × 10 routes).
 """
 
 from __future__ import annotations
@@ -27,7 +43,13 @@ import numpy as np
 from evcs_gym.costs import PairCosts
 from evcs_gym.settings import ScenarioSettings
 
-__all__ = ["LegacySwitching", "SmoothedSwitching", "SwitchInput", "make_switching_rule"]
+__all__ = [
+    "LegacySwitching",
+    "SmoothedSwitching",
+    "SwitchInput",
+    "TargetedSwitching",
+    "make_switching_rule",
+]
 
 
 @dataclass
@@ -47,6 +69,22 @@ class SwitchInput:
     """Cost components of every (platoon, route) pair (travel time, charging entry, price)."""
 
 
+def _relative_gap(cost: np.ndarray, slot: np.ndarray, best_slot: np.ndarray) -> np.ndarray:
+    rows = np.arange(len(slot))
+    own = cost[rows, slot]
+    gap = np.zeros(len(own))
+    ok = own > 0
+    gap[ok] = (own[ok] - cost[rows, best_slot][ok]) / own[ok]
+    return gap
+
+
+def _blend(new: np.ndarray, old: np.ndarray, memory: float) -> np.ndarray:
+    """``(1 − memory)·new + memory·old``, keeping +inf (no route) exactly."""
+    with np.errstate(invalid="ignore"):
+        mixed = (1.0 - memory) * new + memory * old
+    return np.where(np.isfinite(new), mixed, new)
+
+
 class _Rule:
     def __init__(self, settings: ScenarioSettings) -> None:
         self.settings = settings
@@ -63,12 +101,8 @@ class _Rule:
         decay: float,
         rng: np.random.Generator,
     ) -> np.ndarray:
-        rows = np.arange(len(inp.slot))
         best_slot = np.argmin(cost, axis=1)
-        own = cost[rows, inp.slot]
-        gap = np.zeros(len(own))
-        ok = own > 0
-        gap[ok] = (own[ok] - cost[rows, best_slot][ok]) / own[ok]
+        gap = _relative_gap(cost, inp.slot, best_slot)
         prob = np.minimum(1.0, sensitivity * gap) / (1.0 + decay * inp.iteration)
         prob[gap < self.floor] = 0.0
         stuck = ~inp.completed
@@ -79,7 +113,7 @@ class _Rule:
 
 
 class SmoothedSwitching(_Rule):
-    """Gap-proportional switching on exponentially smoothed route costs (the default)."""
+    """Gap-proportional switching of every platoon on exponentially smoothed route costs."""
 
     def __init__(self, settings: ScenarioSettings) -> None:
         super().__init__(settings)
@@ -90,12 +124,40 @@ class SmoothedSwitching(_Rule):
 
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
-        m = s.ue_switch_memory
         if self._smooth is None:
             self._smooth = inp.cost.copy()
         else:
-            self._smooth = (1.0 - m) * inp.cost + m * self._smooth
+            self._smooth = _blend(inp.cost, self._smooth, s.ue_switch_memory)
         return self._decide(inp, self._smooth, s.ue_switch_sensitivity, s.ue_switch_decay, rng)
+
+
+class TargetedSwitching(SmoothedSwitching):
+    """The default: smoothed costs, the worst platoons first, a budget of movers per iteration."""
+
+    def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
+        s = self.settings
+        n = len(inp.slot)
+        if self._smooth is None:
+            self._smooth = inp.cost.copy()
+        else:
+            self._smooth = _blend(inp.cost, self._smooth, s.ue_switch_memory)
+        smooth = self._smooth
+        done = inp.completed
+        best_slot = np.argmin(smooth, axis=1)
+        gap = _relative_gap(smooth, inp.slot, best_slot)
+        gap[~done] = 0.0
+        eligible = gap >= self.floor
+        budget = max(int(np.ceil(s.ue_switch_budget * n)), s.ue_switch_budget_min)
+        if eligible.sum() > budget:
+            order = np.argsort(-gap, kind="stable")
+            eligible[:] = False
+            eligible[order[:budget]] = True
+        prob = np.where(eligible, np.minimum(1.0, s.ue_switch_sensitivity * gap), 0.0)
+        prob /= 1.0 + s.ue_switch_decay * inp.iteration
+        prob[~done] = s.ue_uncompleted_switch_prob
+        target = np.where(done, best_slot, np.argmin(inp.cost, axis=1))
+        move = (rng.random(n) < prob) & (target != inp.slot)
+        return np.where(move, target, inp.slot)
 
 
 class LegacySwitching(_Rule):
@@ -106,7 +168,9 @@ class LegacySwitching(_Rule):
         return self._decide(inp, inp.cost, s.ue_switch_gamma, s.ue_switch_alpha, rng)
 
 
-_RULES = {"smoothed": SmoothedSwitching, "legacy": LegacySwitching}
+_RULES = {"targeted": TargetedSwitching, "smoothed": SmoothedSwitching, "legacy": LegacySwitching}
+SWITCHING_RULES = tuple(_RULES)
+"""Names accepted by ``ue_switch_rule``."""
 
 
 def make_switching_rule(settings: ScenarioSettings) -> _Rule:
