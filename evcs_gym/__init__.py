@@ -15,7 +15,10 @@ Example:
 
 from __future__ import annotations
 
+from evcs_gym.envs import EVCSPricingEnv, EVCSPricingParallelEnv, env, parallel_env
+from evcs_gym.envs.registration import register_envs
 from evcs_gym.errors import (
+    BatchEvaluationError,
     DependencyNotInstalled,
     EVCSGymError,
     PoolClosedError,
@@ -25,18 +28,25 @@ from evcs_gym.errors import (
 )
 from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
+from evcs_gym.pool import ParallelEvaluatorPool
 from evcs_gym.prices import uniform_prices
 from evcs_gym.scenario import available_scenarios, load_scenario
 from evcs_gym.settings import ScenarioSettings, StationOverride
 
 __version__ = "0.1.0"
 
+register_envs()  # gym.make("EVCSPricing-v0") / gym.make("evcs_gym:EVCSPricing-v0")
+
 __all__ = [
+    "BatchEvaluationError",
     "DependencyNotInstalled",
     "EVCSGymError",
+    "EVCSPricingEnv",
+    "EVCSPricingParallelEnv",
     "EVCSRewardEvaluator",
     "EvalResult",
     "NetworkData",
+    "ParallelEvaluatorPool",
     "PoolClosedError",
     "PriceError",
     "ScenarioError",
@@ -45,6 +55,8 @@ __all__ = [
     "WorkerCrashedError",
     "__version__",
     "available_scenarios",
+    "env",
     "load_scenario",
+    "parallel_env",
     "uniform_prices",
 ]

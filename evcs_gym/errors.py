@@ -10,6 +10,7 @@ from __future__ import annotations
 from gymnasium.error import DependencyNotInstalled
 
 __all__ = [
+    "BatchEvaluationError",
     "DependencyNotInstalled",
     "EVCSGymError",
     "PoolClosedError",
@@ -37,3 +38,22 @@ class WorkerCrashedError(EVCSGymError, RuntimeError):
 
 class PoolClosedError(EVCSGymError, RuntimeError):
     """A pool was used after :meth:`shutdown`."""
+
+
+class BatchEvaluationError(EVCSGymError):
+    """Some evaluations of a batch failed; the results of the others are kept.
+
+    Attributes:
+        results: one entry per task, in input order: the ``EvalResult``, or ``None``
+            where the task failed.
+        failures: task index -> the exception that task raised (its original type:
+            ``PriceError``, ``WorkerCrashedError``, ...).
+    """
+
+    def __init__(self, message: str, results: list, failures: dict[int, BaseException]) -> None:
+        super().__init__(message)
+        self.results = results
+        self.failures = failures
+
+    def __reduce__(self):  # keep the attributes when pickled (e.g. across processes)
+        return (type(self), (self.args[0], self.results, self.failures))

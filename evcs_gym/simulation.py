@@ -42,9 +42,21 @@ class SimulationOutput:
     """(n_agents, n_steps) cumulative vehicles that entered each charging link."""
 
 
+def release_world(W: uxsim_cpp_wrapper.CppWorld) -> None:
+    """Free a World now.
+
+    UXsim's ``CppWorld`` sits in reference cycles with its node and link wrappers, so its
+    C++ world (megabytes) is only freed by a full garbage collection, which rarely runs:
+    1,000 evaluations grew RSS by ~150 MB. Breaking the cycles frees it at once.
+    """
+    for obj in (*W.NODES, *W.LINKS):
+        obj.__dict__.clear()
+    W.__dict__.clear()
+
+
 def _fit(values: np.ndarray, n: int) -> np.ndarray:
-    """``values`` cut or padded (with its last value) to length ``n``."""
-    values = np.asarray(values, dtype=float)
+    """A copy of ``values`` cut or padded (with its last value) to length ``n``."""
+    values = np.array(values, dtype=float)
     if len(values) >= n:
         return values[:n]
     pad = values[-1] if len(values) else 0.0
@@ -157,11 +169,14 @@ class WorldBuilder:
     def run(self, route_choice: np.ndarray, seed: int) -> SimulationOutput:
         """Build, simulate and read back one assignment."""
         W = self.build(route_choice, seed)
-        cw = W._cpp_world
-        t0 = time.perf_counter()
-        cw.main_loop(-1.0, self.n_steps * self.delta_t)
-        self.exec_seconds += time.perf_counter() - t0
-        return self.read(W)
+        try:
+            cw = W._cpp_world
+            t0 = time.perf_counter()
+            cw.main_loop(-1.0, self.n_steps * self.delta_t)
+            self.exec_seconds += time.perf_counter() - t0
+            return self.read(W)
+        finally:
+            release_world(W)
 
     def charging_entries(self, W: uxsim_cpp_wrapper.CppWorld) -> np.ndarray:
         """(n_platoons, n_agents) number of times each platoon entered each charging link.

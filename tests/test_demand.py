@@ -51,8 +51,11 @@ def test_simulated_vehicles_equal_demanded_per_class(tiny, siouxfalls):
 def test_siouxfalls_simulates_all_3750_charging_trips(siouxfalls):
     assert siouxfalls.simulated_vehicles()["charging"] == 3750
     # the earlier tool simulated 1,780 of them: most OD pairs had < 1 platoon of chargers
-    charging_pairs = {(o, d) for o, d, c in zip(siouxfalls.veh_orig, siouxfalls.veh_dest,
-                                                 siouxfalls.veh_charging) if c}
+    charging_pairs = {
+        (o, d)
+        for o, d, c in zip(siouxfalls.veh_orig, siouxfalls.veh_dest, siouxfalls.veh_charging)
+        if c
+    }
     assert len(charging_pairs) > 300
 
 

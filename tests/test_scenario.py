@@ -127,17 +127,23 @@ def test_unknown_node_in_demand(tiny_copy):
         evcs_gym.load_scenario(tiny_copy)
 
 
-@pytest.mark.parametrize("column, old, new", [("length", "1-2,1,2,3000", "1-2,1,2,-5"),
-                                               ("u", "1-2,1,2,3000,15", "1-2,1,2,3000,0")])
+@pytest.mark.parametrize(
+    "column, old, new",
+    [("length", "1-2,1,2,3000", "1-2,1,2,-5"), ("u", "1-2,1,2,3000,15", "1-2,1,2,3000,0")],
+)
 def test_non_positive_length_or_speed(tiny_copy, column, old, new):
     _edit(tiny_copy / "tiny_links.csv", old, new)
-    with pytest.raises(ScenarioError, match=f"row 2: link '1-2' column `{column}` must be positive"):
+    with pytest.raises(
+        ScenarioError, match=f"row 2: link '1-2' column `{column}` must be positive"
+    ):
         evcs_gym.load_scenario(tiny_copy)
 
 
 def test_price_min_above_price_max(tiny_copy):
     _edit(tiny_copy / "tiny_settings.json", '"A": [0.5, 2.0]', '"A": [2.5, 2.0]')
-    with pytest.raises(ScenarioError, match=r"charging_nodes\['A'\]` has price_min 2.5 > price_max"):
+    with pytest.raises(
+        ScenarioError, match=r"charging_nodes\['A'\]` has price_min 2.5 > price_max"
+    ):
         evcs_gym.load_scenario(tiny_copy)
 
 
@@ -162,7 +168,9 @@ def test_station_not_in_network(tiny_copy):
 
 def test_unknown_settings_key_in_file(tiny_copy):
     _edit(tiny_copy / "tiny_settings.json", '"deltan": 5', '"deltan": 5, "detlan": 5')
-    with pytest.raises(ScenarioError, match=r"tiny_settings.json: unknown setting key\(s\) \['detlan'\]"):
+    with pytest.raises(
+        ScenarioError, match=r"tiny_settings.json: unknown setting key\(s\) \['detlan'\]"
+    ):
         evcs_gym.load_scenario(tiny_copy)
 
 

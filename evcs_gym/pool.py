@@ -1,0 +1,882 @@
+"""Parallel evaluation: many price profiles at once, on local processes or a Ray cluster.
+
+:class:`ParallelEvaluatorPool` runs :meth:`EVCSRewardEvaluator.evaluate
+<evcs_gym.evaluator.EVCSRewardEvaluator.evaluate>` in worker processes, each holding one
+evaluator built once from the :class:`~evcs_gym.network.NetworkData` (sent once per
+worker, never per task). Results are bit-identical to the serial evaluator: the
+evaluation is a pure function of (scenario, prices, seed).
+
+Backends:
+
+* ``"process"`` (default): a :class:`concurrent.futures.ProcessPoolExecutor` whose
+  ``initializer`` builds the evaluator; start method ``forkserver`` (``spawn`` where
+  there is none), with ``evcs_gym`` preloaded in the fork server so that a new worker
+  starts in milliseconds.
+* ``"ray"`` (``pip install "evcs-gym[ray]"``): one Ray actor per worker; the
+  NetworkData is put in the object store once. ``address=None`` starts a local Ray
+  (or uses the one already initialised), ``address="auto"`` / ``"ray://host:10001"``
+  joins a cluster.
+
+Example (a script; the ``__main__`` guard is required, see below)::
+
+    import numpy as np
+    import evcs_gym
+
+    if __name__ == "__main__":
+        nd = evcs_gym.load_scenario("tiny")
+        rng = np.random.default_rng(0)
+        batch = [{a: rng.uniform(0.8, 1.6, nd.n_periods) for a in nd.agent_names}
+                 for _ in range(4)]
+        with evcs_gym.ParallelEvaluatorPool(nd, n_workers=2) as pool:
+            results = pool.evaluate_batch(batch, seeds=0)        # input order
+            for i, res in pool.map_unordered(batch, seeds=0):    # as they complete
+                print(i, res.rewards)
+            future = pool.submit(batch[0], seed=1)               # concurrent.futures.Future
+        assert results[0] == evcs_gym.EVCSRewardEvaluator(nd).evaluate(batch[0], seed=0)
+
+**The** ``if __name__ == "__main__":`` **guard.** Worker processes are started with
+``forkserver`` or ``spawn``, which import the main script again in every worker. A
+script that creates a pool at module level without the guard would try to start pools
+recursively (``RuntimeError: An attempt has been made to start a new process before
+the current process has finished its bootstrapping phase``). Notebooks and
+``python -c`` need no guard.
+
+**Faults.** Input is validated in the parent: bad prices raise ``PriceError`` (naming
+station and period) before anything is sent. An exception raised inside a worker
+reaches the caller with its original type and message; in batches it also carries the
+task index (``exc.task_index`` and a note). :meth:`~ParallelEvaluatorPool.evaluate_batch`
+raises one :class:`~evcs_gym.errors.BatchEvaluationError` holding the completed results
+and the failures. A worker that dies (killed, segfault, out of memory) fails the task it
+held with :class:`~evcs_gym.errors.WorkerCrashedError` as soon as the death is seen; the
+pool starts new workers and re-runs, transparently, the other tasks that the broken
+executor had queued or running elsewhere (a ProcessPoolExecutor stops every worker
+when one dies). A call with ``timeout`` raises the builtin ``TimeoutError`` and replaces
+the workers that ran its unfinished tasks.
+
+**Processes left after** :meth:`~ParallelEvaluatorPool.shutdown`: none of the pool's
+workers. With the process backend, Python's multiprocessing keeps two helper processes
+for the life of the interpreter, shared with any other user of multiprocessing: the
+fork server (``from multiprocessing.forkserver import main``; started by the first
+pool, reused by later ones) and the resource tracker
+(``from multiprocessing.resource_tracker import main``). A Ray pool that started Ray
+stops it, with all its processes; one that joined a running Ray leaves it running.
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import (
+    FIRST_COMPLETED,
+    CancelledError,
+    Future,
+    InvalidStateError,
+    ProcessPoolExecutor,
+    wait,
+)
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Protocol
+
+import numpy as np
+
+from evcs_gym.errors import BatchEvaluationError, PoolClosedError, WorkerCrashedError
+from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator, _check_seed
+from evcs_gym.network import NetworkData
+from evcs_gym.prices import price_matrix
+
+__all__ = ["ParallelEvaluatorPool", "usable_cpu_count"]
+
+_BACKENDS = ("process", "ray")
+_MAX_RESUBMITS = 3
+"""How often a task is re-run after its executor broke while it was queued or running on
+another worker (not on the worker that died) before it fails with WorkerCrashedError."""
+_READY_TIMEOUT = 600.0
+_IDLE = -1
+_CANCEL_RING = 4096
+"""Size of the shared ring of cancelled task ids that workers check before starting."""
+
+
+def usable_cpu_count() -> int:
+    """CPUs this process may run on (its affinity mask), the default ``n_workers``."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass(eq=False)
+class _Task:
+    """One evaluation in flight: validated input, the caller's future, backend bookkeeping."""
+
+    id: int
+    prices: dict[str, np.ndarray]
+    seed: int | None
+    future: Future
+    index: int | None = None
+    inner: Any = None
+    generation: int = -1
+    resubmits: int = 0
+
+
+class _Backend(Protocol):
+    n_workers: int
+    restarts: int
+
+    def submit(self, task: _Task) -> None: ...
+    def cancel(self, tasks: Sequence[_Task]) -> None: ...
+    def abandon(self, tasks: Sequence[_Task]) -> None: ...
+    def worker_pids(self) -> list[int]: ...
+    def shutdown(self, wait: bool, cancel_futures: bool) -> None: ...
+
+
+def _settle(future: Future, result: Any = None, exc: BaseException | None = None) -> None:
+    """Resolve ``future`` unless it is already done (cancelled, or failed by a timeout)."""
+    try:
+        if exc is None:
+            future.set_result(result)
+        else:
+            future.set_exception(exc)
+    except InvalidStateError:
+        pass
+
+
+def _tag(exc: BaseException, index: int | None) -> BaseException:
+    """Attach the task index to a task's exception (attribute ``task_index`` and a note)."""
+    if index is None or getattr(exc, "task_index", None) == index:
+        return exc
+    try:
+        exc.task_index = index  # type: ignore[attr-defined]
+    except AttributeError:  # pragma: no cover - exceptions with __slots__
+        return exc
+    if hasattr(exc, "add_note"):  # Python >= 3.11
+        exc.add_note(f"(raised by pool task {index})")
+    return exc
+
+
+def _exit_reason(code: int | None) -> str:
+    if code is None:
+        return "exit status unknown"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = {
+            "SIGKILL": " (e.g. the out-of-memory killer, or kill -9)",
+            "SIGSEGV": " (segmentation fault)",
+        }.get(name, "")
+        return f"killed by {name}{hint}"
+    return f"exit code {code}"
+
+
+class ParallelEvaluatorPool:
+    """Evaluates price profiles of one scenario in parallel worker processes.
+
+    Each worker holds one :class:`~evcs_gym.evaluator.EVCSRewardEvaluator`; results are
+    bit-identical to ``EVCSRewardEvaluator(network_data).evaluate(prices, seed)``.
+    Thread-safe. Use it as a context manager, or call :meth:`shutdown`. Scripts must
+    create it under ``if __name__ == "__main__":`` (see the module docstring).
+
+    Args:
+        network_data: the scenario (:func:`evcs_gym.load_scenario`).
+        n_workers: worker processes / actors; default the CPUs this process may use
+            (``len(os.sched_getaffinity(0))``), or with ``backend="ray"`` and an
+            ``address``, the CPUs of the Ray cluster.
+        backend: ``"process"`` (local ``ProcessPoolExecutor``) or ``"ray"``.
+        address: Ray only: ``None`` starts a local Ray with ``num_cpus=n_workers``
+            unless Ray is already initialised; ``"auto"`` or ``"ray://host:port"`` joins
+            a running cluster. A pool stops Ray on shutdown only if it started it.
+        clip_prices: clip out-of-bound prices into the bounds instead of raising
+            ``PriceError`` (as ``EVCSRewardEvaluator(clip_prices=...)``).
+        start_method: process only: multiprocessing start method; default
+            ``"forkserver"``, or ``"spawn"`` where there is no fork server.
+        ray_init_kwargs: Ray only: extra keyword arguments for ``ray.init`` when the
+            pool initialises Ray (e.g. ``runtime_env``, ``object_store_memory``).
+
+    The constructor returns once every worker has built its evaluator.
+
+    Raises:
+        ValueError: invalid ``n_workers``, ``backend`` or an option of the other backend.
+        DependencyNotInstalled: ``backend="ray"`` without Ray installed.
+    """
+
+    def __init__(
+        self,
+        network_data: NetworkData,
+        n_workers: int | None = None,
+        backend: str = "process",
+        *,
+        address: str | None = None,
+        clip_prices: bool = False,
+        start_method: str | None = None,
+        ray_init_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(network_data, NetworkData):
+            raise TypeError(
+                "`network_data` must be a NetworkData (evcs_gym.load_scenario(...)), "
+                f"got {type(network_data).__name__}"
+            )
+        if backend not in _BACKENDS:
+            raise ValueError(f"`backend` must be one of {list(_BACKENDS)}, got {backend!r}")
+        if n_workers is not None and (
+            isinstance(n_workers, bool) or not isinstance(n_workers, int) or n_workers < 1
+        ):
+            raise ValueError(f"`n_workers` must be a positive integer or None, got {n_workers!r}")
+        if backend != "ray" and (address is not None or ray_init_kwargs is not None):
+            raise ValueError("`address` and `ray_init_kwargs` apply to backend='ray' only")
+        if backend != "process" and start_method is not None:
+            raise ValueError("`start_method` applies to backend='process' only")
+        self.network = network_data
+        self.clip_prices = bool(clip_prices)
+        self.backend = backend
+        self._ids = itertools.count()
+        self._closed = False
+        self._close_lock = threading.Lock()
+        self._backend: _Backend
+        if backend == "process":
+            self._backend = _ProcessBackend(
+                network_data, n_workers or usable_cpu_count(), self.clip_prices, start_method
+            )
+        else:
+            from evcs_gym._ray_backend import RayBackend  # lazy: `import evcs_gym` needs no Ray
+
+            self._backend = RayBackend(
+                network_data,
+                n_workers,
+                self.clip_prices,
+                address=address,
+                init_kwargs=ray_init_kwargs,
+            )
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def n_workers(self) -> int:
+        """Number of worker processes (or Ray actors)."""
+        return self._backend.n_workers
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`shutdown` has been called."""
+        return self._closed
+
+    @property
+    def restarts(self) -> int:
+        """How many times workers were replaced after a crash or a timeout."""
+        return self._backend.restarts
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "open"
+        return (
+            f"ParallelEvaluatorPool({self.network.name!r}, n_workers={self.n_workers}, "
+            f"backend={self.backend!r}, {state})"
+        )
+
+    # ------------------------------------------------------------------ API
+    def submit(self, prices: Mapping[str, Any], seed: int | None = None) -> Future:
+        """Start one evaluation; return a :class:`concurrent.futures.Future` of its EvalResult.
+
+        Prices and seed are validated now: invalid input raises here (``PriceError``,
+        ``ValueError``) and nothing is sent. Errors inside the worker, a crashed worker
+        (``WorkerCrashedError``) included, resolve the future with that exception.
+        Cancelling the future drops the task if it has not started.
+        """
+        self._check_open()
+        task = self._make_task(prices, seed)
+        self._backend.submit(task)
+        return task.future
+
+    def evaluate(
+        self, prices: Mapping[str, Any], seed: int | None = None, timeout: float | None = None
+    ) -> EvalResult:
+        """Evaluate one price profile in a worker (same result as the serial evaluator).
+
+        Args:
+            prices: ``{station: (n_periods,) prices}``.
+            seed: non-negative integer; ``None`` the scenario's default seed.
+            timeout: seconds to wait; then ``TimeoutError`` and the worker running the
+                task is replaced.
+
+        Raises:
+            PriceError: invalid prices (before anything is sent).
+            WorkerCrashedError: the worker died during the evaluation.
+            TimeoutError: ``timeout`` exceeded.
+            Exception: whatever the evaluation raised in the worker, with its own type.
+        """
+        self._check_open()
+        _check_timeout(timeout)
+        task = self._make_task(prices, seed)
+        self._backend.submit(task)
+        self._wait([task], timeout, "evaluate")
+        return task.future.result()
+
+    def evaluate_batch(
+        self,
+        prices_list: Iterable[Mapping[str, Any]],
+        seeds: int | Sequence[int | None] | None = None,
+        timeout: float | None = None,
+    ) -> list[EvalResult]:
+        """Evaluate many price profiles at once; results in input order.
+
+        All tasks are submitted at once and the pool balances them over its workers.
+
+        Args:
+            prices_list: price mappings, one per task.
+            seeds: ``None`` (the scenario's default seed for all), one integer for all,
+                or one seed per task.
+            timeout: seconds for the whole batch; then ``TimeoutError`` and the workers
+                running unfinished tasks are replaced.
+
+        Raises:
+            BatchEvaluationError: one or more tasks failed (invalid prices, an error in a
+                worker, a crashed worker); ``.results`` holds the completed results
+                (``None`` where failed), ``.failures`` maps task index -> exception. The
+                valid tasks of the batch are still evaluated.
+            TimeoutError: ``timeout`` exceeded.
+        """
+        _check_timeout(timeout)
+        tasks = self._submit_many(prices_list, seeds)
+        self._wait(tasks, timeout, "evaluate_batch")
+        results: list[EvalResult | None] = []
+        failures: dict[int, BaseException] = {}
+        for i, task in enumerate(tasks):
+            exc = _exception_of(task.future)
+            if exc is None:
+                results.append(task.future.result())
+            else:
+                results.append(None)
+                failures[i] = _tag(exc, i)
+        if failures:
+            shown = "; ".join(
+                f"task {i}: {type(e).__name__}: {e}" for i, e in list(failures.items())[:3]
+            )
+            more = f"; and {len(failures) - 3} more" if len(failures) > 3 else ""
+            raise BatchEvaluationError(
+                f"{len(failures)} of {len(tasks)} evaluations failed: {shown}{more}",
+                results,
+                failures,
+            ) from next(iter(failures.values()))
+        return results  # type: ignore[return-value]
+
+    def map_unordered(
+        self,
+        prices_list: Iterable[Mapping[str, Any]],
+        seeds: int | Sequence[int | None] | None = None,
+        *,
+        timeout: float | None = None,
+        return_exceptions: bool = False,
+    ) -> Iterator[tuple[int, EvalResult]]:
+        """Submit all tasks now; iterate ``(index, EvalResult)`` in order of completion.
+
+        Each index is yielded once. A failed task raises its exception (tagged with
+        ``task_index``) from the iterator, or with ``return_exceptions=True`` is yielded
+        as ``(index, exception)``. Leaving the loop early cancels the tasks not started.
+
+        Args:
+            prices_list, seeds: as in :meth:`evaluate_batch`.
+            timeout: seconds from this call for all results; then ``TimeoutError`` and
+                the workers running unfinished tasks are replaced.
+        """
+        _check_timeout(timeout)
+        tasks = self._submit_many(prices_list, seeds)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._iter_unordered(tasks, deadline, timeout, return_exceptions)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        """Stop the workers. Safe to call twice; later calls raise ``PoolClosedError``.
+
+        Args:
+            wait: wait for tasks in flight to finish and for the workers to exit.
+            cancel_futures: cancel the tasks that have not started.
+
+        A runaway task holds ``shutdown(wait=True)`` until it ends: bound evaluations
+        with ``timeout``. A Ray pool stops Ray only if it started it.
+        """
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._backend.shutdown(wait, cancel_futures)
+
+    def __enter__(self) -> ParallelEvaluatorPool:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.shutdown(wait=True, cancel_futures=exc_type is not None)
+
+    def _worker_pids(self) -> list[int]:
+        """Process ids of the current workers (for tests and benchmarks)."""
+        self._check_open()
+        return self._backend.worker_pids()
+
+    # ------------------------------------------------------------------ internals
+    def _check_open(self) -> None:
+        if self._closed:
+            raise PoolClosedError("this ParallelEvaluatorPool has been shut down")
+
+    def _make_task(self, prices: Mapping[str, Any], seed: Any, index: int | None = None) -> _Task:
+        nd = self.network
+        matrix = price_matrix(
+            prices, nd.agent_names, nd.n_periods, nd.price_bounds, clip=self.clip_prices
+        )
+        seed = None if seed is None else _check_seed(seed)
+        task = _Task(
+            id=next(self._ids),
+            prices={a: matrix[i] for i, a in enumerate(nd.agent_names)},
+            seed=seed,
+            future=Future(),
+            index=index,
+        )
+        task.future.add_done_callback(partial(self._on_outer_done, task))
+        return task
+
+    def _on_outer_done(self, task: _Task, future: Future) -> None:
+        if future.cancelled():  # cancelled by the caller: drop the task if not started
+            # we own this future (no executor does it for us): move it to
+            # CANCELLED_AND_NOTIFIED so concurrent.futures.wait / as_completed see it done
+            future.set_running_or_notify_cancel()
+            self._backend.cancel([task])
+
+    def _submit_many(
+        self,
+        prices_list: Iterable[Mapping[str, Any]],
+        seeds: int | Sequence[int | None] | None,
+    ) -> list[_Task]:
+        self._check_open()
+        if isinstance(prices_list, Mapping):
+            raise TypeError(
+                "`prices_list` must be a sequence of price mappings, got one mapping "
+                "(use evaluate() for a single profile)"
+            )
+        items = list(prices_list)
+        seed_list = _seed_list(seeds, len(items))
+        tasks = []
+        for i, (prices, seed) in enumerate(zip(items, seed_list)):
+            try:
+                task = self._make_task(prices, seed, index=i)
+            except ValueError as e:  # PriceError or bad seed: this task fails, others run
+                task = _Task(id=next(self._ids), prices={}, seed=None, future=Future(), index=i)
+                task.future.set_exception(_tag(e, i))
+            else:
+                self._backend.submit(task)
+            tasks.append(task)
+        return tasks
+
+    def _wait(self, tasks: list[_Task], timeout: float | None, what: str) -> None:
+        _check_timeout(timeout)
+        futures = [t.future for t in tasks]
+        try:
+            _, not_done = wait(futures, timeout)
+        except BaseException:  # KeyboardInterrupt: stop the work this call owns
+            self._abandon([t for t in tasks if not t.future.done()])
+            raise
+        if not_done:
+            late = [t for t in tasks if not t.future.done()]
+            msg = _timeout_message(what, late, len(tasks), timeout)
+            self._abandon(late, TimeoutError(msg))
+            raise TimeoutError(msg)
+
+    def _abandon(self, tasks: list[_Task], exc: BaseException | None = None) -> None:
+        """Fail ``tasks`` with ``exc`` (cancel them if None); replace the workers running them."""
+        for t in tasks:
+            if exc is None:
+                t.future.cancel()
+            else:
+                _settle(t.future, exc=exc)
+        if tasks and not self._closed:
+            self._backend.abandon(tasks)
+
+    def _iter_unordered(
+        self,
+        tasks: list[_Task],
+        deadline: float | None,
+        timeout: float | None,
+        return_exceptions: bool,
+    ) -> Iterator[tuple[int, Any]]:
+        pending = {t.future: i for i, t in enumerate(tasks)}
+        try:
+            while pending:
+                remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+                try:
+                    done, _ = wait(list(pending), remaining, return_when=FIRST_COMPLETED)
+                except BaseException:  # KeyboardInterrupt: stop the work this iterator owns
+                    late = [tasks[i] for i in pending.values()]
+                    pending.clear()
+                    self._abandon(late)
+                    raise
+                if not done:
+                    late = [tasks[i] for i in pending.values()]
+                    msg = _timeout_message("map_unordered", late, len(tasks), timeout)
+                    pending.clear()
+                    self._abandon(late, TimeoutError(msg))
+                    raise TimeoutError(msg)
+                for future in sorted(done, key=pending.__getitem__):
+                    i = pending.pop(future)
+                    exc = _exception_of(future)
+                    if exc is None:
+                        yield i, future.result()
+                    elif return_exceptions:
+                        yield i, _tag(exc, i)
+                    else:
+                        raise _tag(exc, i)
+        finally:
+            if pending:  # left early or a task failed: drop what has not started
+                left = [tasks[i] for i in pending.values()]
+                for t in left:
+                    t.future.cancel()
+
+
+def _check_timeout(timeout: Any) -> None:
+    if timeout is None:
+        return
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout >= 0:
+        raise ValueError(f"`timeout` must be None or a non-negative number, got {timeout!r}")
+
+
+def _exception_of(future: Future) -> BaseException | None:
+    return CancelledError("the task was cancelled") if future.cancelled() else future.exception()
+
+
+def _timeout_message(what: str, late: list[_Task], total: int, timeout: float | None) -> str:
+    idx = [t.index for t in late if t.index is not None]
+    which = f" (tasks {idx[:10]}{' ...' if len(idx) > 10 else ''})" if idx else ""
+    return (
+        f"{what}: {len(late)} of {total} evaluation(s){which} unfinished after {timeout} s; "
+        "the workers running them were replaced"
+    )
+
+
+def _seed_list(seeds: Any, n: int) -> list[Any]:
+    if seeds is None:
+        return [None] * n
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_)):
+        return [_check_seed(seeds)] * n
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ValueError(f"`seeds` must be None, an integer or a sequence of seeds, got {seeds!r}")
+    out = list(seeds)
+    if len(out) != n:
+        raise ValueError(f"`seeds` has {len(out)} entries for {n} price profiles")
+    return out
+
+
+# ============================================================================ process
+# Worker side. One evaluator per worker process, built by the executor's initializer.
+# Two arrays in shared memory link parent and workers:
+# * `slots`: [pid, running task id] per worker, written by the worker, so that when a
+#   worker dies the parent knows which task it held;
+# * `cancelled`: a ring of cancelled task ids (id at position id % size), written by the
+#   parent; a worker skips a task found there. The parent never cancels the executor's
+#   own futures: on Python 3.11 a future cancelled while still queued makes a later
+#   BrokenProcessPool crash the executor's manager thread (InvalidStateError in
+#   terminate_broken), which would leave every other future pending forever.
+
+
+@dataclass
+class _WorkerState:
+    evaluator: EVCSRewardEvaluator | None
+    error: BaseException | None
+    slots: Any
+    slot: int
+    ready: Any
+    cancelled: Any
+
+
+_STATE: _WorkerState | None = None
+
+
+def _init_worker(
+    network: NetworkData, clip_prices: bool, slots: Any, ready: Any, cancelled: Any
+) -> None:
+    global _STATE
+    try:
+        evaluator, error = EVCSRewardEvaluator(network, clip_prices=clip_prices), None
+    except Exception as e:  # reported by every task instead of breaking the executor
+        evaluator, error = None, e
+    with ready.get_lock():
+        slot = ready.value
+        ready.value += 1
+    if slot < len(slots) // 2:
+        slots[2 * slot + 1] = _IDLE
+        slots[2 * slot] = os.getpid()
+    else:  # pragma: no cover - more processes than slots: not tracked
+        slot = -1
+    _STATE = _WorkerState(evaluator, error, slots, slot, ready, cancelled)
+
+
+def _worker_ready(n_workers: int) -> int:
+    """Start-up barrier: returns once ``n_workers`` workers have run their initializer."""
+    st = _STATE
+    assert st is not None
+    deadline = time.monotonic() + _READY_TIMEOUT
+    while st.ready.value < n_workers and time.monotonic() < deadline:
+        time.sleep(0.005)
+    if st.error is not None:
+        raise st.error
+    return os.getpid()
+
+
+def _evaluate_in_worker(task_id: int, prices: dict[str, np.ndarray], seed: int | None) -> Any:
+    st = _STATE
+    assert st is not None
+    if st.error is not None:
+        raise st.error
+    assert st.evaluator is not None
+    if st.slot >= 0:
+        st.slots[2 * st.slot + 1] = task_id  # first: the parent reads this, then kills
+    try:
+        if st.cancelled[task_id % len(st.cancelled)] == task_id:
+            return None  # cancelled or abandoned before it started
+        return st.evaluator.evaluate(prices, seed)
+    finally:
+        if st.slot >= 0:
+            st.slots[2 * st.slot + 1] = _IDLE
+
+
+def _mp_context(start_method: str | None) -> Any:
+    if start_method is None:
+        try:
+            ctx = multiprocessing.get_context("forkserver")
+        except ValueError:  # pragma: no cover - no fork server (Windows)
+            ctx = multiprocessing.get_context("spawn")
+    else:
+        ctx = multiprocessing.get_context(start_method)
+    if ctx.get_start_method() == "forkserver":
+        # Import evcs_gym (numpy, UXsim) once in the fork server rather than in each
+        # worker. Only takes effect if the fork server is not running yet.
+        from multiprocessing import forkserver
+
+        current = list(getattr(forkserver._forkserver, "_preload_modules", ["__main__"]))
+        if "evcs_gym.evaluator" not in current:
+            ctx.set_forkserver_preload([*current, "evcs_gym.evaluator"])
+    return ctx
+
+
+class _ProcessBackend:
+    """ProcessPoolExecutor, rebuilt when it breaks; knows which task each worker runs."""
+
+    def __init__(
+        self, network: NetworkData, n_workers: int, clip_prices: bool, start_method: str | None
+    ) -> None:
+        self.n_workers = n_workers
+        self.restarts = 0
+        self._network = network
+        self._clip = clip_prices
+        self._ctx = _mp_context(start_method)
+        self._lock = threading.RLock()
+        self._tasks: dict[int, _Task] = {}  # submitted, not yet settled by the backend
+        self._killed: set[int] = set()  # pids we killed on purpose (timeouts)
+        self._retired: list[ProcessPoolExecutor] = []
+        self._cancelled = self._ctx.RawArray("q", _CANCEL_RING)
+        for k in range(_CANCEL_RING):
+            self._cancelled[k] = _IDLE
+        self._closed = False
+        self._generation = 0
+        self._executor, self._slots = self._new_executor()
+        self._wait_ready()
+
+    # ---------------------------------------------------------------- executor
+    def _new_executor(self) -> tuple[ProcessPoolExecutor, Any]:
+        slots = self._ctx.RawArray("q", 2 * self.n_workers)
+        for k in range(self.n_workers):
+            slots[2 * k + 1] = _IDLE
+        ready = self._ctx.Value("i", 0)
+        executor = ProcessPoolExecutor(
+            max_workers=self.n_workers,
+            mp_context=self._ctx,
+            initializer=_init_worker,
+            initargs=(self._network, self._clip, slots, ready, self._cancelled),
+        )
+        return executor, slots
+
+    def _wait_ready(self) -> None:
+        futures = [
+            self._executor.submit(_worker_ready, self.n_workers) for _ in range(self.n_workers)
+        ]
+        try:
+            for f in futures:
+                f.result()
+        except BrokenProcessPool as e:
+            self._executor.shutdown(wait=True)
+            raise WorkerCrashedError(f"a worker process died while starting: {e}") from e
+        except BaseException:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            raise
+
+    def worker_pids(self) -> list[int]:
+        with self._lock:
+            slots = self._slots
+            return [int(slots[2 * k]) for k in range(self.n_workers) if slots[2 * k] > 0]
+
+    def _running(self) -> dict[int, int]:
+        """task id -> pid of the worker running it (current executor)."""
+        slots = self._slots
+        out = {}
+        for k in range(self.n_workers):
+            pid, task_id = int(slots[2 * k]), int(slots[2 * k + 1])
+            if pid > 0 and task_id != _IDLE:
+                out[task_id] = pid
+        return out
+
+    # ---------------------------------------------------------------- tasks
+    def submit(self, task: _Task) -> None:
+        with self._lock:
+            if self._closed:
+                raise PoolClosedError("this ParallelEvaluatorPool has been shut down")
+            self._tasks[task.id] = task
+            self._dispatch(task)
+
+    def _dispatch(self, task: _Task) -> None:  # lock held
+        try:
+            inner = self._executor.submit(_evaluate_in_worker, task.id, task.prices, task.seed)
+        except BrokenProcessPool:  # broke while idle, or its callbacks are waiting for us
+            self._on_broken(self._generation)
+            try:
+                inner = self._executor.submit(_evaluate_in_worker, task.id, task.prices, task.seed)
+            except (BrokenProcessPool, RuntimeError) as e:  # closed, or no new executor
+                self._tasks.pop(task.id, None)
+                _settle(task.future, exc=WorkerCrashedError(f"no worker processes: {e}"))
+                return
+        task.inner = inner
+        task.generation = self._generation
+        inner.add_done_callback(partial(self._inner_done, task, self._generation))
+
+    def _inner_done(self, task: _Task, generation: int, inner: Future) -> None:
+        # Runs in the executor's manager thread. Never let an exception escape: the
+        # caller's future would never resolve.
+        try:
+            exc = inner.exception()
+            if isinstance(exc, BrokenProcessPool):
+                self._on_broken(generation)
+                return
+            with self._lock:
+                if self._tasks.get(task.id) is task and task.inner is inner:
+                    del self._tasks[task.id]
+            if exc is not None:
+                _settle(task.future, exc=exc)
+            elif inner.result() is None:  # skipped by the worker: cancelled
+                task.future.cancel()
+            else:
+                _settle(task.future, inner.result())
+        except Exception as e:  # pragma: no cover - defensive
+            _settle(task.future, exc=e)
+
+    def _on_broken(self, generation: int) -> None:
+        """The executor of ``generation`` broke: fail the dead worker's task, re-run the rest.
+
+        Called from the first callback of a broken executor, before the executor
+        terminates its surviving workers, so the dead ones are told apart from the live.
+        """
+        failed: list[tuple[_Task, BaseException]] = []
+        with self._lock:
+            if generation != self._generation:
+                return  # already handled
+            old = self._executor
+            dead = _dead_workers(old)
+            running = self._running()
+            killed = self._killed
+            self._killed = set()
+            victims = [t for t in self._tasks.values() if t.generation == generation]
+            self._retired.append(old)
+            restart_error: BaseException | None = None
+            if not self._closed:
+                try:
+                    self._executor, self._slots = self._new_executor()
+                    self._generation += 1
+                    self.restarts += 1
+                except Exception as e:  # pragma: no cover - e.g. out of file descriptors
+                    restart_error = e
+            for t in victims:
+                if t.future.done():
+                    self._tasks.pop(t.id, None)
+                    continue
+                pid = running.get(t.id)
+                err: BaseException | None = None
+                if pid is not None and pid in dead and pid not in killed:
+                    err = WorkerCrashedError(
+                        f"worker process {pid} died ({_exit_reason(dead[pid])}) while "
+                        f"evaluating this task (seed={t.seed}); the pool started new workers"
+                    )
+                elif self._closed or restart_error is not None:
+                    err = WorkerCrashedError(
+                        "a worker process died while this task was queued or running and "
+                        "the pool could not start new workers"
+                        + (f": {restart_error}" if restart_error else " (pool shut down)")
+                    )
+                elif t.resubmits >= _MAX_RESUBMITS:
+                    err = WorkerCrashedError(
+                        f"worker processes died {t.resubmits + 1} times while this task was "
+                        "queued or running; giving up"
+                    )
+                if err is None:
+                    t.resubmits += 1
+                    self._dispatch(t)
+                else:
+                    self._tasks.pop(t.id, None)
+                    failed.append((t, err))
+        for t, err in failed:
+            _settle(t.future, exc=err)
+
+    def _mark_cancelled(self, tasks: Sequence[_Task]) -> None:
+        ring = self._cancelled
+        for t in tasks:
+            ring[t.id % _CANCEL_RING] = t.id
+
+    def cancel(self, tasks: Sequence[_Task]) -> None:
+        """Skip ``tasks`` if they have not started; running ones finish (result dropped)."""
+        self._mark_cancelled(tasks)
+
+    def abandon(self, tasks: Sequence[_Task]) -> None:
+        """Forget ``tasks`` (their futures are settled) and kill the workers running them."""
+        with self._lock:
+            self._mark_cancelled(tasks)  # first: then a worker either skips it or shows it
+            running = self._running()
+            kill = set()
+            for t in tasks:
+                self._tasks.pop(t.id, None)
+                pid = running.get(t.id)
+                if pid is not None and t.generation == self._generation:
+                    kill.add(pid)
+            self._killed |= kill
+        for pid in kill:
+            try:
+                os.kill(pid, getattr(signal, "SIGKILL", signal.SIGTERM))
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def shutdown(self, wait: bool, cancel_futures: bool) -> None:
+        with self._lock:
+            self._closed = True
+            executor = self._executor
+            retired, self._retired = self._retired, []
+            queued = list(self._tasks.values()) if cancel_futures else []
+        if queued:
+            running = set(self._running())
+            queued = [t for t in queued if t.id not in running]
+            self._mark_cancelled(queued)
+            for t in queued:
+                t.future.cancel()
+        executor.shutdown(wait=wait)
+        for old in retired:
+            old.shutdown(wait=wait)
+
+
+def _dead_workers(executor: ProcessPoolExecutor) -> dict[int, int | None]:
+    """pid -> exit code of the executor's worker processes that have exited."""
+    processes = dict(getattr(executor, "_processes", None) or {})
+    if not processes:
+        return {}
+    sentinels = {p.sentinel: (pid, p) for pid, p in processes.items()}
+    ready = multiprocessing.connection.wait(list(sentinels), timeout=0)
+    out: dict[int, int | None] = {}
+    for s in ready:
+        pid, p = sentinels[s]  # type: ignore[index]
+        p.join(timeout=1.0)
+        out[pid] = p.exitcode
+    return out
