@@ -9,6 +9,7 @@ Figures only, no assertions on time (the machine is shared and noisy).
 Run::
 
     python benchmarks/bench_vector_env.py                       # Sioux Falls, 3 steps
+    python benchmarks/bench_vector_env.py --actions uniform --steps 5
     python benchmarks/bench_vector_env.py --scenario tiny --steps 10
 """
 
@@ -34,6 +35,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--actions",
+        choices=["training", "uniform"],
+        default="training",
+        help="training: a pure price of 1.25 plus N(0, 0.1) exploration noise per station and "
+        "period (what a learner sends); uniform: uniform over the whole price bounds",
+    )
     return parser.parse_args(argv)
 
 
@@ -61,9 +69,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float | bool]:
     t_ser: list[float] = []
     iterations: list[int] = []
     for step in range(args.steps):
-        actions = {
-            a: rng.uniform(lo, hi, (n, nd.n_periods)) for a, (lo, hi) in nd.price_bounds.items()
-        }
+        if args.actions == "uniform":
+            actions = {
+                a: rng.uniform(lo, hi, (n, nd.n_periods)) for a, (lo, hi) in nd.price_bounds.items()
+            }
+        else:
+            actions = {
+                a: np.clip(1.25 + rng.normal(0.0, 0.1, (n, nd.n_periods)), lo, hi)
+                for a, (lo, hi) in nd.price_bounds.items()
+            }
         t0 = time.perf_counter()
         obs_v, rew_v, term_v, trunc_v, info_v = venv.step(actions)
         t_vec.append(time.perf_counter() - t0)
@@ -87,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float | bool]:
         )
     venv.close()
     vec, ser = statistics.mean(t_vec), statistics.mean(t_ser)
-    print(f"\n{n} copies on {args.scenario}, {args.steps} steps, {args.workers} pool workers")
+    print(
+        f"\n{n} copies on {args.scenario}, {args.steps} steps, {args.workers} pool workers, "
+        f"{args.actions} actions"
+    )
     print(f"seconds per step  vector: {vec:.2f}   serial: {ser:.2f}   speed-up: {ser / vec:.2f}x")
     print(f"identical results (obs, rewards, infos): {identical}")
     return {
