@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from evcs_gym.utils import to_jsonable
+
 __all__ = ["Checkpoint", "EvaluationRecord", "GameHistory"]
 
 
@@ -187,7 +189,7 @@ class GameHistory:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / "summary.json"
-        path.write_text(json.dumps(_jsonable(summary), indent=2, sort_keys=False))
+        path.write_text(json.dumps(to_jsonable(summary), indent=2, sort_keys=False))
         return path
 
 
@@ -214,17 +216,3 @@ def versions() -> dict[str, str]:
     except ImportError:  # pragma: no cover
         pass
     return out
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and not np.isfinite(value):
-        return None if np.isnan(value) else ("inf" if value > 0 else "-inf")
-    return value

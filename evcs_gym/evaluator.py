@@ -44,6 +44,7 @@ from evcs_gym.network import NetworkData
 from evcs_gym.prices import price_matrix
 from evcs_gym.simulation import SimulationOutput, WorldBuilder
 from evcs_gym.switching import SwitchInput, make_switching_rule
+from evcs_gym.utils import to_jsonable
 
 __all__ = ["EVCSRewardEvaluator", "EvalResult", "compute_warm_start"]
 
@@ -96,7 +97,7 @@ class EvalResult:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (arrays as lists)."""
-        return _jsonable(dataclasses.asdict(self))
+        return to_jsonable(dataclasses.asdict(self))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -109,18 +110,6 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
         return True
     return a == b
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 @dataclass

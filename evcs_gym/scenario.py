@@ -11,7 +11,6 @@ naming the file, the row or key and the value.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import json
 import math
 import threading
@@ -28,6 +27,7 @@ from evcs_gym import routes as routes_mod
 from evcs_gym.errors import ScenarioError
 from evcs_gym.network import LINK_CHARGING, LINK_CONNECTOR, LINK_ROAD, LinkTable, NetworkData
 from evcs_gym.settings import ScenarioSettings
+from evcs_gym.utils import to_jsonable
 
 __all__ = ["available_scenarios", "load_scenario", "scenario_folder"]
 
@@ -108,7 +108,7 @@ def load_scenario(
         if not path.is_file():
             raise ScenarioError(f"scenario {name!r}: missing file {path}")
     stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files.values())
-    key = (stamp, warm_start, json.dumps(_jsonable(overrides), sort_keys=True))
+    key = (stamp, warm_start, json.dumps(to_jsonable(overrides), sort_keys=True))
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
@@ -119,16 +119,6 @@ def load_scenario(
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return nd
-
-
-def _jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def _read_csv(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:

@@ -31,13 +31,14 @@ from gymnasium.utils import EzPickle
 
 from evcs_gym.envs.parallel_env import EvaluatorLike, EVCSPricingParallelEnv
 from evcs_gym.network import NetworkData
+from evcs_gym.utils import RuntimeEzPickle
 from evcs_gym.wrappers.history import HistoryWrapper
 from evcs_gym.wrappers.single_agent import OpponentPolicy, SingleAgentView
 
 __all__ = ["EVCSPricingEnv"]
 
 
-class EVCSPricingEnv(SingleAgentView, EzPickle):
+class EVCSPricingEnv(SingleAgentView, RuntimeEzPickle):
     """## Description
 
     The EV charging-station pricing game (see
@@ -157,22 +158,5 @@ class EVCSPricingEnv(SingleAgentView, EzPickle):
         )
         self.network = penv.unwrapped.network
 
-    # ------------------------------------------------------------------ pickling
-    def __getstate__(self) -> dict[str, Any]:
-        """Constructor arguments (EzPickle) plus the running game, so copies continue it."""
-        state = EzPickle.__getstate__(self)
-        state["_runtime"] = {
-            "parallel_env": self.parallel_env,
-            "last_obs": self._last_obs,
-            "np_random": self._np_random,
-        }
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state = dict(state)
-        runtime = state.pop("_runtime", None)
-        EzPickle.__setstate__(self, state)
-        if runtime is not None:
-            self.parallel_env = runtime["parallel_env"]
-            self._last_obs = runtime["last_obs"]
-            self._np_random = runtime["np_random"]
+    _runtime_fields = ("parallel_env", "_last_obs", "_np_random")
+    """Running state carried through pickling (see :class:`~evcs_gym.utils.RuntimeEzPickle`)."""

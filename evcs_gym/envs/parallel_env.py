@@ -45,6 +45,7 @@ from pettingzoo import ParallelEnv
 from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
 from evcs_gym.scenario import load_scenario
+from evcs_gym.utils import RuntimeEzPickle
 
 __all__ = [
     "EVCSPricingParallelEnv",
@@ -118,7 +119,7 @@ def resolve_reward_scale(reward_scale: float | str | None, network: NetworkData)
     return float(reward_scale)
 
 
-class EVCSPricingParallelEnv(ParallelEnv, EzPickle):
+class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
     """## Description
 
     The electric-vehicle charging-station pricing game on a road network, played once.
@@ -479,24 +480,8 @@ class EVCSPricingParallelEnv(ParallelEnv, EzPickle):
             close_figure(self._human_fig)
             self._human_fig = None
 
-    # ------------------------------------------------------------------ pickling
-    def __getstate__(self) -> dict[str, Any]:
-        state = EzPickle.__getstate__(self)
-        state["_runtime"] = {
-            "np_random": self._np_random,
-            "agents": list(self.agents),
-            "last": self._last,
-        }
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        state = dict(state)
-        runtime = state.pop("_runtime", None)
-        EzPickle.__setstate__(self, state)
-        if runtime is not None:
-            self._np_random = runtime["np_random"]
-            self.agents = runtime["agents"]
-            self._last = runtime["last"]
+    _runtime_fields = ("_np_random", "agents", "_last")
+    """Running state carried through pickling (see :class:`~evcs_gym.utils.RuntimeEzPickle`)."""
 
     # ------------------------------------------------------------------ internals
     def _observations(self) -> dict[str, np.ndarray]:
