@@ -4,6 +4,11 @@ The layers, each usable alone::
 
     load_scenario()            -> NetworkData          (plain data, route sets precomputed)
     EVCSRewardEvaluator        prices + seed -> EvalResult  (UE-DTA on UXsim's C++ engine)
+    ParallelEvaluatorPool      the same, on worker processes or Ray actors
+    parallel_env() / env()     the one-step game (PettingZoo parallel / AEC)
+    gym.make("EVCSPricing-v0") single-agent views (joint pricing, one station's best response)
+    evcs_gym.wrappers          HistoryWrapper (repeated game), RescaleActions, vector env
+    evcs_gym.baselines         MADDPG / IDDPG / MFDDPG, GameTrainer, exploitability, solver
 
 Example:
     >>> import evcs_gym
