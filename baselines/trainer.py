@@ -181,12 +181,8 @@ class GameTrainer:
                     raw,
                     flows,
                     ue_iterations=ue.get("ue_iterations", 0),
-                    converged=ue.get("ue_stats", {}).get("converged", True)
-                    if isinstance(ue.get("ue_stats"), dict)
-                    else True,
-                    relative_gap=ue.get("ue_stats", {}).get("relative_gap", float("nan"))
-                    if isinstance(ue.get("ue_stats"), dict)
-                    else float("nan"),
+                    converged=ue.get("converged", True),
+                    relative_gap=ue.get("ue_stats", {}).get("relative_gap", float("nan")),
                 )
                 for a in self.agents:
                     totals[a] += raw[a]

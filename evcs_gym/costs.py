@@ -14,7 +14,7 @@ import numpy as np
 
 from evcs_gym.network import NetworkData
 
-__all__ = ["PairCosts", "RouteCoster"]
+__all__ = ["PairCosts", "RouteCoster", "relative_gap"]
 
 
 @dataclass
@@ -44,7 +44,6 @@ class RouteCoster:
         routes = nd.group_routes[nd.veh_group]  # (V, k)
         self.shape = routes.shape
         valid = routes >= 0
-        self.valid = valid
         self.pair_veh, self.pair_slot = np.nonzero(valid)
         self.pair_route = routes[valid]
         self.routes = routes
@@ -101,3 +100,18 @@ class RouteCoster:
             full[self.pair_veh, self.pair_slot] = values
             out.append(full)
         return PairCosts(*out)
+
+
+def relative_gap(cost: np.ndarray, slot: np.ndarray, best_slot: np.ndarray) -> np.ndarray:
+    """``(cost_own - cost_best) / cost_own`` per platoon (0 where the own cost is 0).
+
+    Example:
+        >>> relative_gap(np.array([[4.0, 3.0]]), np.array([0]), np.array([1])).tolist()
+        [0.25]
+    """
+    rows = np.arange(len(slot))
+    own = cost[rows, slot]
+    gap = np.zeros(len(own))
+    ok = own > 0
+    gap[ok] = (own[ok] - cost[rows, best_slot][ok]) / own[ok]
+    return gap

@@ -39,12 +39,12 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.costs import RouteCoster
+from evcs_gym.costs import RouteCoster, relative_gap
 from evcs_gym.network import NetworkData
 from evcs_gym.prices import price_matrix
 from evcs_gym.simulation import SimulationOutput, WorldBuilder
 from evcs_gym.switching import SwitchInput, make_switching_rule
-from evcs_gym.utils import to_jsonable
+from evcs_gym.utils import FieldwiseEquality, to_jsonable
 
 __all__ = ["EVCSRewardEvaluator", "EvalResult", "compute_warm_start"]
 
@@ -52,7 +52,7 @@ _SEED_DOMAIN = 0x45564353  # "EVCS": separates our streams from other users of t
 
 
 @dataclass(eq=False)
-class EvalResult:
+class EvalResult(FieldwiseEquality):
     """Outcome of one evaluation. Equality compares every field bit for bit except timings.
 
     Attributes:
@@ -78,18 +78,7 @@ class EvalResult:
     converged: bool
     ue_stats: dict[str, Any]
     seed: int
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, EvalResult):
-            return NotImplemented
-        return all(
-            _same(getattr(self, f.name), getattr(other, f.name))
-            for f in dataclasses.fields(self)
-            if f.name != "timings"
-        )
-
-    __hash__ = None  # type: ignore[assignment]
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
 
     @property
     def total_reward(self) -> float:
@@ -98,18 +87,6 @@ class EvalResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (arrays as lists)."""
         return to_jsonable(dataclasses.asdict(self))
-
-
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b):
-        return True
-    return a == b
 
 
 @dataclass
@@ -261,7 +238,6 @@ class EVCSRewardEvaluator:
         gaps: list[float] = []
         completed_hist: list[float] = []
         switches: list[int] = []
-        discrepancy: list[float] = []
         stable = 0
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
@@ -274,16 +250,7 @@ class EVCSRewardEvaluator:
             t2 = time.perf_counter()
             pc = self._coster.compute(sim.traveltime, prices)
             completed = ~np.isnan(sim.arrival_time)
-            experienced = pc.cost[rows, slot]
-            best_slot = np.argmin(pc.cost, axis=1)
-            best = pc.cost[rows, best_slot]
-            if completed.any():
-                own_time = pc.travel_time[rows, slot][completed]
-                real_time = (sim.arrival_time - nd.veh_departure)[completed]
-                discrepancy.append(float(np.abs(real_time - own_time).mean()))
-            gap = np.zeros(n_veh)
-            ok = completed & (experienced > 0)
-            gap[ok] = (experienced[ok] - best[ok]) / experienced[ok]
+            gap = relative_gap(pc.cost, slot, np.argmin(pc.cost, axis=1))
             mean_gap = float(gap[completed].mean()) if completed.any() else 1.0
             ratio = float(completed.mean()) if n_veh else 1.0
             gaps.append(mean_gap)
@@ -301,7 +268,7 @@ class EVCSRewardEvaluator:
             if it == s.ue_max_iterations - 1:
                 switches.append(0)
                 break
-            new_slot = rule(SwitchInput(it, pc.cost, slot, completed, nd.veh_charging, pc), rng)
+            new_slot = rule(SwitchInput(it, pc.cost, slot, completed), rng)
             switches.append(int((new_slot != slot).sum()))
             slot = new_slot
         assert sim is not None
@@ -313,11 +280,20 @@ class EVCSRewardEvaluator:
             gap_history=gaps,
             completed_history=completed_hist,
             switch_history=switches,
-            time_discrepancy=discrepancy[-1] if discrepancy else float("nan"),
+            time_discrepancy=_model_error(sim, pc, slot, nd.veh_departure),
             t_build_sim=t_sim,
             t_exec=self._builder.exec_seconds - exec0,
             t_costs=t_cost,
         )
+
+
+def _model_error(sim: SimulationOutput, pc, slot: np.ndarray, departure: np.ndarray) -> float:
+    """Mean |simulated - link-sum| travel time (s) of completed platoons on their route."""
+    done = ~np.isnan(sim.arrival_time)
+    if not done.any():
+        return float("nan")
+    own = pc.travel_time[np.arange(len(slot)), slot][done]
+    return float(np.abs((sim.arrival_time - departure)[done] - own).mean())
 
 
 def _check_seed(seed: Any) -> int:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from evcs_gym.settings import ScenarioSettings
+from evcs_gym.utils import FieldwiseEquality
 
 __all__ = ["LINK_CHARGING", "LINK_CONNECTOR", "LINK_ROAD", "LinkTable", "NetworkData"]
 
@@ -28,38 +29,8 @@ LINK_CHARGING = 1
 LINK_CONNECTOR = 2
 
 
-def _equal(a: object, b: object) -> bool:
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (
-            isinstance(a, np.ndarray)
-            and isinstance(b, np.ndarray)
-            and a.dtype == b.dtype
-            and np.array_equal(a, b)
-        )
-    if dataclasses.is_dataclass(a) and not isinstance(a, type):
-        return type(a) is type(b) and all(
-            _equal(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
-        )
-    return a == b
-
-
-class _ArrayDataclass:
-    """Mixin: field-wise equality that understands numpy arrays."""
-
-    def __eq__(self, other: object) -> bool:
-        if type(self) is not type(other):
-            return NotImplemented
-        return all(
-            _equal(getattr(self, f.name), getattr(other, f.name))
-            for f in dataclasses.fields(self)  # type: ignore[arg-type]
-            if f.compare
-        )
-
-    __hash__ = None  # type: ignore[assignment]
-
-
 @dataclass(frozen=True, eq=False)
-class LinkTable(_ArrayDataclass):
+class LinkTable(FieldwiseEquality):
     """All links (road, charging, connector) as parallel arrays, in UXsim-id order."""
 
     names: tuple[str, ...]
@@ -95,7 +66,7 @@ class LinkTable(_ArrayDataclass):
 
 
 @dataclass(frozen=True, eq=False)
-class NetworkData(_ArrayDataclass):
+class NetworkData(FieldwiseEquality):
     """A loaded scenario: network, platoons, route sets and settings.
 
     Attributes are read-only; build instances with :func:`evcs_gym.load_scenario`.

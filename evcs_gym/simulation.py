@@ -122,7 +122,6 @@ class WorldBuilder:
     def build(self, route_choice: np.ndarray, seed: int) -> uxsim_cpp_wrapper.CppWorld:
         """A finalized World with every platoon on its route, ready to run."""
         nd = self.network
-        s = nd.settings
         W = uxsim.World(
             cpp=True,
             name=nd.name,
@@ -163,7 +162,6 @@ class WorldBuilder:
         cw.set_t_max(self.tmax)
         cw.show_progress = 0
         cw.initialize_adj_matrix()
-        del s
         return W
 
     def run(self, route_choice: np.ndarray, seed: int) -> SimulationOutput:
@@ -211,8 +209,9 @@ class WorldBuilder:
             # and no sooner than at free-flow speed. Never-left -> exits at the horizon.
             exit_step = np.searchsorted(dep, arr, side="left")
             tt[i] = np.maximum((exit_step - steps) * self.delta_t, self._free_flow_time[i])
-        arrival = np.array([v.arrival_time for v in cw.VEHICLES], dtype=float)
-        states = np.array([v.state for v in cw.VEHICLES], dtype=np.int64)
+        vehicles = cw.VEHICLES  # builds a list of proxies: read it once
+        arrival = np.array([v.arrival_time for v in vehicles], dtype=float)
+        states = np.array([v.state for v in vehicles], dtype=np.int64)
         done = (states == _STATE_END) & (arrival >= 0)
         arrival[~done] = np.nan
         cum = np.stack([cum_arrival[int(li)] for li in self.network.station_link])

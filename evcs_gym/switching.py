@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evcs_gym.costs import PairCosts
+from evcs_gym.costs import relative_gap
 from evcs_gym.settings import ScenarioSettings
 
 __all__ = [
@@ -63,19 +63,6 @@ class SwitchInput:
     """(n_platoons,) current route slot."""
     completed: np.ndarray
     """(n_platoons,) bool: trip completed in this simulation."""
-    charging: np.ndarray | None = None
-    """(n_platoons,) bool: platoon of the charging class."""
-    pair_costs: PairCosts | None = None
-    """Cost components of every (platoon, route) pair (travel time, charging entry, price)."""
-
-
-def _relative_gap(cost: np.ndarray, slot: np.ndarray, best_slot: np.ndarray) -> np.ndarray:
-    rows = np.arange(len(slot))
-    own = cost[rows, slot]
-    gap = np.zeros(len(own))
-    ok = own > 0
-    gap[ok] = (own[ok] - cost[rows, best_slot][ok]) / own[ok]
-    return gap
 
 
 def _blend(new: np.ndarray, old: np.ndarray, memory: float) -> np.ndarray:
@@ -102,7 +89,7 @@ class _Rule:
         rng: np.random.Generator,
     ) -> np.ndarray:
         best_slot = np.argmin(cost, axis=1)
-        gap = _relative_gap(cost, inp.slot, best_slot)
+        gap = relative_gap(cost, inp.slot, best_slot)
         prob = np.minimum(1.0, sensitivity * gap) / (1.0 + decay * inp.iteration)
         prob[gap < self.floor] = 0.0
         stuck = ~inp.completed
@@ -122,13 +109,18 @@ class SmoothedSwitching(_Rule):
     def reset(self) -> None:
         self._smooth = None
 
+    def _smoothed(self, cost: np.ndarray) -> np.ndarray:
+        """Fold the latest costs into the smoothed ones and return them."""
+        if self._smooth is None:
+            self._smooth = cost.copy()
+        else:
+            self._smooth = _blend(cost, self._smooth, self.settings.ue_switch_memory)
+        return self._smooth
+
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
-        if self._smooth is None:
-            self._smooth = inp.cost.copy()
-        else:
-            self._smooth = _blend(inp.cost, self._smooth, s.ue_switch_memory)
-        return self._decide(inp, self._smooth, s.ue_switch_sensitivity, s.ue_switch_decay, rng)
+        smooth = self._smoothed(inp.cost)
+        return self._decide(inp, smooth, s.ue_switch_sensitivity, s.ue_switch_decay, rng)
 
 
 class TargetedSwitching(SmoothedSwitching):
@@ -137,14 +129,10 @@ class TargetedSwitching(SmoothedSwitching):
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
         n = len(inp.slot)
-        if self._smooth is None:
-            self._smooth = inp.cost.copy()
-        else:
-            self._smooth = _blend(inp.cost, self._smooth, s.ue_switch_memory)
-        smooth = self._smooth
+        smooth = self._smoothed(inp.cost)
         done = inp.completed
         best_slot = np.argmin(smooth, axis=1)
-        gap = _relative_gap(smooth, inp.slot, best_slot)
+        gap = relative_gap(smooth, inp.slot, best_slot)
         gap[~done] = 0.0
         eligible = gap >= self.floor
         budget = max(int(np.ceil(s.ue_switch_budget * n)), s.ue_switch_budget_min)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from gymnasium.utils import EzPickle
 
-__all__ = ["RuntimeEzPickle", "to_jsonable"]
+__all__ = ["FieldwiseEquality", "RuntimeEzPickle", "same", "to_jsonable"]
 
 
 def to_jsonable(value: Any) -> Any:
@@ -34,6 +34,45 @@ def to_jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
+
+
+def same(a: Any, b: Any) -> bool:
+    """Bit-for-bit equality that understands numpy arrays, containers and dataclasses.
+
+    Arrays must have the same dtype and values (NaN equals NaN); NaN floats are equal.
+
+    Example:
+        >>> same({"x": np.array([1.0, np.nan])}, {"x": np.array([1.0, np.nan])})
+        True
+        >>> same(np.array([1, 2]), np.array([1.0, 2.0]))
+        False
+    """
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.dtype != b.dtype:
+            return False
+        return np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(
+            same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a) if f.compare
+        )
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b
+
+
+class FieldwiseEquality:
+    """Mixin for dataclasses holding arrays: ``==`` is :func:`same` over the compared fields."""
+
+    def __eq__(self, other: object) -> bool:
+        if type(self) is not type(other):
+            return NotImplemented
+        return same(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class RuntimeEzPickle(EzPickle):
