@@ -5,10 +5,17 @@ runs :func:`~evcs_gym.baselines.exploitability.exploitability` — every station
 unilateral deviation, searched in the simulator with common random numbers — which is
 at the same time the profile's exploitability certificate and the next Jacobi step. If
 the relative NashConv is at or below ``target`` the profile is returned with that
-certificate; otherwise each station moves a fraction ``damping`` of the way to its best
-response (only stations whose deviation gain is material move) and the loop repeats
-until ``max_rounds`` or the evaluation ``budget`` is spent. The best-certified profile
-seen is returned in any case.
+certificate; otherwise each station moves a fraction of the way to its best response
+(only stations whose deviation gain is material move) and the loop repeats until
+``max_rounds`` or the evaluation ``budget`` is spent. The best-certified profile seen is
+returned in any case.
+
+Step sizes adapt per station: each starts at ``damping`` (default 1, a plain best
+response, which walks a Bertrand-like undercutting race down quickly) and is halved,
+down to ``min_damping``, whenever the station's step reverses direction (its step and
+the previous one point against each other) — the signature of a best-response cycle.
+Each search also starts from the station's previous best response, which in a slowly
+moving profile is usually close to the new one.
 """
 
 from __future__ import annotations
@@ -59,7 +66,8 @@ class BestResponseDynamics:
     Args:
         pool_or_data: a ParallelEvaluatorPool, an EVCSRewardEvaluator or NetworkData.
         target: stop when the verified NashConv / total revenue is at or below this.
-        damping: step towards the best responses (1 = pure Jacobi best response).
+        damping: initial step towards the best responses (1 = Jacobi best response).
+        min_damping: smallest step after repeated halving on direction reversals.
         budget_per_station: evaluations of each best-response search.
         grid: uniform price levels tried first in each search.
         max_rounds: Jacobi rounds at most.
@@ -80,7 +88,8 @@ class BestResponseDynamics:
         pool_or_data: Any,
         *,
         target: float = 0.02,
-        damping: float = 0.5,
+        damping: float = 1.0,
+        min_damping: float = 0.125,
         budget_per_station: int = 48,
         grid: int = 7,
         max_rounds: int = 20,
@@ -90,11 +99,14 @@ class BestResponseDynamics:
     ) -> None:
         if not 0 < damping <= 1:
             raise ValueError(f"`damping` must be in (0, 1], got {damping}")
+        if not 0 < min_damping <= damping:
+            raise ValueError(f"`min_damping` must be in (0, damping], got {min_damping}")
         if target < 0:
             raise ValueError(f"`target` must be >= 0, got {target}")
         self.evaluator = BatchEvaluator(pool_or_data)
         self.target = target
         self.damping = damping
+        self.min_damping = min_damping
         self.budget_per_station = budget_per_station
         self.grid = grid
         self.max_rounds = max_rounds
@@ -117,6 +129,9 @@ class BestResponseDynamics:
         history: list[dict[str, Any]] = []
         converged = False
         rounds = 0
+        steps = np.full(nd.n_agents, self.damping)
+        last_step = np.zeros_like(profile)
+        last_best: dict[str, np.ndarray] = {}
         for rounds in range(1, self.max_rounds + 1):
             cert = exploitability(
                 self.evaluator,
@@ -124,6 +139,7 @@ class BestResponseDynamics:
                 seed=self.seed,
                 budget=self.budget_per_station,
                 grid=self.grid,
+                starts=last_best,
             )
             history.append(
                 {
@@ -132,6 +148,7 @@ class BestResponseDynamics:
                     "total_reward": cert.total_reward,
                     "relative_nash_conv": cert.relative_nash_conv,
                     "evaluations": self.evaluator.evaluations - start_evals,
+                    "damping": steps.tolist(),
                 }
             )
             if self.verbose:
@@ -152,9 +169,14 @@ class BestResponseDynamics:
             total = max(cert.total_reward, 1e-12)
             for i, a in enumerate(nd.agent_names):
                 dev = cert.deviations[a]
+                last_best[a] = dev.best_prices[None, :]
                 if dev.gain / total > self.target / (2 * nd.n_agents):
                     step[i] = dev.best_prices - profile[i]
-            profile = profile + self.damping * step
+                    if float(step[i] @ last_step[i]) < 0:  # reversal: damp this station
+                        steps[i] = max(self.min_damping, steps[i] / 2)
+            step *= steps[:, None]
+            last_step = np.where(np.any(step != 0, axis=1, keepdims=True), step, last_step)
+            profile = profile + step
         assert best is not None
         return SolverResult(
             prices=best.prices,

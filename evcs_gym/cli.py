@@ -295,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("solve", help="reference equilibrium by best-response dynamics")
     p.add_argument("--scenario", default="siouxfalls")
     p.add_argument("--target", type=float, default=0.02, help="relative NashConv to reach")
-    p.add_argument("--damping", type=float, default=0.5)
+    p.add_argument("--damping", type=float, default=1.0, help="initial step (halved on reversals)")
     p.add_argument("--budget-per-station", type=int, default=48)
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--budget", type=int, default=None, help="total evaluations at most")
