@@ -86,6 +86,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--target", type=float, default=0.02)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--methods",
+        nargs="+",
+        default=[*ALGORITHMS, "brd"],
+        choices=[*ALGORITHMS, "brd"],
+        help="learners to train and/or brd (the reference solver)",
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
     for name in args.scenarios:
@@ -93,9 +100,11 @@ def main() -> None:
         print(f"\n== {nd.summary()}; budget {args.budget} evaluations, seed {args.seed}")
         rows = []
         with ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
-            for algo in ALGORITHMS:
-                rows.append(run_learner(algo, nd, pool, args))
-            rows.append(run_solver(nd, pool, args))
+            for method in args.methods:
+                if method == "brd":
+                    rows.append(run_solver(nd, pool, args))
+                else:
+                    rows.append(run_learner(method, nd, pool, args))
         head = (
             f"{'method':<15}{'revenue':>10}{'NashConv':>10}{'max gain':>10}"
             f"{'evals':>7}{'s':>7}  prices"
