@@ -224,6 +224,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
             print(f"verifying in the simulator ({args.verify_budget} evaluations per station)...")
             cert = trainer.verify(pure)
             summary["verified_exploitability"] = cert
+            for a, dev in cert["deviations"].items():
+                print(
+                    f"  {a:>6}: revenue {dev['current_reward']:10.1f}, best deviation "
+                    f"{dev['best_reward']:10.1f}, gain {dev['relative_gain']:.2%}"
+                )
             print(
                 f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
                 f"max relative gain {cert['max_relative_gain']:.2%}"

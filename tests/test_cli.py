@@ -1,0 +1,65 @@
+"""The ``evcs-gym`` command line on tiny: evaluate, train, solve, exploit, scenarios."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evcs_gym.cli import main
+
+
+def test_scenarios_lists_the_bundled_ones(capsys):
+    assert main(["scenarios"]) == 0
+    names = capsys.readouterr().out.split()
+    assert {"siouxfalls", "tiny", "berlin_friedrichshain", "anaheim"} <= set(names)
+
+
+def test_evaluate_prints_json_with_rewards(capsys):
+    assert main(["evaluate", "--scenario", "tiny", "--price", "1.0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["scenario"] == "tiny"
+    assert set(out["rewards"]) == {"A", "B"}
+    assert out["converged"] is True
+
+
+def test_evaluate_rejects_prices_outside_the_bounds(capsys):
+    assert main(["evaluate", "--scenario", "tiny", "--price", "5.0"]) == 2
+    err = capsys.readouterr().err
+    assert "invalid prices" in err and "5.0" in err
+
+
+def test_evaluate_names_an_unreadable_prices_file(tmp_path):
+    missing = tmp_path / "nope.json"
+    with pytest.raises(SystemExit, match="cannot read --prices"):
+        main(["evaluate", "--scenario", "tiny", "--prices", str(missing)])
+
+
+@pytest.mark.timeout(300)
+def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--algo", "maddpg", "--budget", "16"]
+    argv += ["--workers", "1", "--verify-budget", "4", "--check-every", "2"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "final pure prices and revenue" in text
+    assert "verified NashConv" in text and "best deviation" in text
+    assert f"run folder: {out}" in text and "prices.png" in text
+    for name in ("evaluations.csv", "summary.json", "weights.pt", "prices.png"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["evaluations"] == 16
+    assert 0 <= summary["verified_exploitability"]["relative_nash_conv"]
+
+
+@pytest.mark.timeout(300)
+def test_solve_then_exploit_its_answer(tmp_path, capsys):
+    answer = tmp_path / "solver.json"
+    argv = ["solve", "--scenario", "tiny", "--rounds", "2", "--budget-per-station", "6"]
+    assert main([*argv, "--out", str(answer)]) == 0
+    assert "best-response dynamics: 2 rounds" in capsys.readouterr().out
+    solved = json.loads(answer.read_text())
+    assert set(solved["prices"]) == {"A", "B"} and solved["rounds"] == 2
+    # exploit reads the solver's file (its "prices" entry) and prints JSON
+    assert main(["exploit", "--scenario", "tiny", "--prices", str(answer), "--budget", "4"]) == 0
+    assert "NashConv" in capsys.readouterr().out
