@@ -10,12 +10,14 @@ certificate; otherwise each station moves a fraction of the way to its best resp
 ``max_rounds`` or the evaluation ``budget`` is spent. The best-certified profile seen is
 returned in any case.
 
-Step sizes adapt per station: each starts at ``damping`` (default 1, a plain best
-response, which walks a Bertrand-like undercutting race down quickly) and is halved,
-down to ``min_damping``, whenever the station's step reverses direction (its step and
-the previous one point against each other) — the signature of a best-response cycle.
-Each search also starts from the station's previous best response, which in a slowly
-moving profile is usually close to the new one.
+Steps: each station moves ``damping`` of the way (default 1, a plain best response,
+which walks a Bertrand-like undercutting race down quickly). For games whose best
+responses cycle, set ``min_damping`` below ``damping``: a station's step is then halved,
+down to ``min_damping``, whenever it reverses direction (cosine between its step and its
+previous one below -0.5). Off by default, because periods nobody charges in have
+arbitrary best responses that make reversals look more common than they are. Each
+search also starts from the station's previous best response, which in a slowly moving
+profile is usually close to the new one.
 """
 
 from __future__ import annotations
@@ -67,7 +69,8 @@ class BestResponseDynamics:
         pool_or_data: a ParallelEvaluatorPool, an EVCSRewardEvaluator or NetworkData.
         target: stop when the verified NashConv / total revenue is at or below this.
         damping: initial step towards the best responses (1 = Jacobi best response).
-        min_damping: smallest step after repeated halving on direction reversals.
+        min_damping: smallest step after halvings on direction reversals (default:
+            ``damping``, i.e. fixed steps).
         budget_per_station: evaluations of each best-response search.
         grid: uniform price levels tried first in each search.
         max_rounds: Jacobi rounds at most.
@@ -89,7 +92,7 @@ class BestResponseDynamics:
         *,
         target: float = 0.02,
         damping: float = 1.0,
-        min_damping: float = 0.125,
+        min_damping: float | None = None,
         budget_per_station: int = 48,
         grid: int = 7,
         max_rounds: int = 20,
@@ -99,6 +102,7 @@ class BestResponseDynamics:
     ) -> None:
         if not 0 < damping <= 1:
             raise ValueError(f"`damping` must be in (0, 1], got {damping}")
+        min_damping = damping if min_damping is None else min_damping
         if not 0 < min_damping <= damping:
             raise ValueError(f"`min_damping` must be in (0, damping], got {min_damping}")
         if target < 0:
@@ -172,7 +176,7 @@ class BestResponseDynamics:
                 last_best[a] = dev.best_prices[None, :]
                 if dev.gain / total > self.target / (2 * nd.n_agents):
                     step[i] = dev.best_prices - profile[i]
-                    if float(step[i] @ last_step[i]) < 0:  # reversal: damp this station
+                    if _cosine(step[i], last_step[i]) < -0.5:  # reversal: damp this station
                         steps[i] = max(self.min_damping, steps[i] / 2)
             step *= steps[:, None]
             last_step = np.where(np.any(step != 0, axis=1, keepdims=True), step, last_step)
@@ -187,6 +191,11 @@ class BestResponseDynamics:
             seconds=time.perf_counter() - t0,
             history=history,
         )
+
+
+def _cosine(u: np.ndarray, v: np.ndarray) -> float:
+    norm = float(np.linalg.norm(u) * np.linalg.norm(v))
+    return float(u @ v) / norm if norm > 0 else 0.0
 
 
 def _key(cert: ExploitabilityResult) -> float:

@@ -14,6 +14,7 @@ Run: ``python benchmarks/bench_algorithms.py --scenarios tiny siouxfalls --budge
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -37,7 +38,8 @@ def run_learner(name, nd, pool, args) -> dict:
     venv = make_vector_env(args.num_envs, scenario=nd, rounds=args.rounds, pool=pool)
     obs_spaces = {a: venv.observation_space(a) for a in venv.possible_agents}
     act_spaces = {a: venv.action_space(a) for a in venv.possible_agents}
-    algo = ALGORITHMS[name](obs_spaces, act_spaces, MADDPGConfig(seed=args.seed))
+    config = MADDPGConfig(seed=args.seed, **json.loads(args.config))
+    algo = ALGORITHMS[name](obs_spaces, act_spaces, config)
     trainer = GameTrainer(
         venv, algo, TrainerConfig(budget=args.budget, seed=args.seed, progress=False)
     )
@@ -86,6 +88,11 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--target", type=float, default=0.02)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--config",
+        default="{}",
+        help="JSON overrides of MADDPGConfig shared by the three learners",
+    )
     parser.add_argument(
         "--methods",
         nargs="+",

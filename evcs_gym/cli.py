@@ -139,6 +139,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             backend,
             target=args.target,
             damping=args.damping,
+            min_damping=args.min_damping,
             budget_per_station=args.budget_per_station,
             max_rounds=args.rounds,
             budget=args.budget,
@@ -300,7 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("solve", help="reference equilibrium by best-response dynamics")
     p.add_argument("--scenario", default="siouxfalls")
     p.add_argument("--target", type=float, default=0.02, help="relative NashConv to reach")
-    p.add_argument("--damping", type=float, default=1.0, help="initial step (halved on reversals)")
+    p.add_argument("--damping", type=float, default=1.0, help="step towards the best responses")
+    p.add_argument(
+        "--min-damping", type=float, default=None, help="halve steps on reversals down to this"
+    )
     p.add_argument("--budget-per-station", type=int, default=48)
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--budget", type=int, default=None, help="total evaluations at most")
