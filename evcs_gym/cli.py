@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=10, help="rounds per repeated-game episode")
     p.add_argument("--check-every", type=int, default=10)
     p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
-    p.add_argument("--noise-decay", type=float, default=0.995)
+    p.add_argument("--noise-decay", type=float, default=0.999, help="per learning step")
     p.add_argument(
         "--verify-budget",
         type=int,

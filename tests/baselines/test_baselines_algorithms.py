@@ -115,7 +115,7 @@ def test_actions_inside_bounds_for_extreme_observations(cls):
 @pytest.mark.parametrize("gamma", [0.0, 0.95])
 @pytest.mark.parametrize("cls", ALGOS)
 def test_one_learn_lowers_critic_loss_on_that_batch(cls, gamma):
-    algo = make_algo(cls, gamma=gamma)
+    algo = make_algo(cls, gamma=gamma, updates_per_learn=1)  # one gradient step
     rollout(algo, 80, learn=False)
     batch = algo.buffer.get(np.arange(64))
     before = algo.critic_losses(batch)
@@ -129,7 +129,7 @@ def test_one_learn_lowers_critic_loss_on_that_batch(cls, gamma):
 
 @pytest.mark.parametrize("cls", ALGOS)
 def test_target_networks_follow_by_soft_updates(cls):
-    algo = make_algo(cls, tau=0.25, gamma=0.9)
+    algo = make_algo(cls, tau=0.25, gamma=0.9, updates_per_learn=1)
     rollout(algo, 40, learn=False)
     nets = [(algo.target_critics, algo.critics), (algo.target_actors, algo.actors)]
     old = [[p.clone() for p in targets["agent_1"].parameters()] for targets, _ in nets]
@@ -152,7 +152,7 @@ def test_learn_waits_for_enough_samples(cls, env_obs):
         assert algo.learn() is None
     algo.store_experience(env_obs, act, rewards, env_obs, dones)
     metrics = algo.learn()
-    assert metrics is not None and algo.n_updates == 1
+    assert metrics is not None and algo.n_updates == algo.config.updates_per_learn
     for a in AGENTS:
         assert {f"critic_loss/{a}", f"actor_loss/{a}", f"noise_std/{a}"} <= set(metrics)
 
@@ -367,7 +367,7 @@ def test_maddpg_trains_end_to_end_on_mpe2_simple_spread():
             episodes += 1
             obs, _ = env.reset()
     assert episodes == 12 and len(algo.buffer) == 300
-    assert len(metrics) == 300 - 64 + 1 == algo.n_updates
+    assert len(metrics) == 300 - 64 + 1 == algo.n_updates // algo.config.updates_per_learn
     assert all(np.isfinite(v) for m in metrics for v in m.values())
     early = np.mean([m["critic_loss/agent_0"] for m in metrics[:20]])
     late = np.mean([m["critic_loss/agent_0"] for m in metrics[-20:]])
