@@ -192,10 +192,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
         algo = ALGORITHMS[args.algo](spaces_obs, spaces_act, config, agents=venv.possible_agents)
 
+        certificates = []  # the verifier's results, for their printed summary
+
         def verifier(prices):
-            return exploitability(
-                venv.pool, prices, seed=args.seed, budget=args.verify_budget
-            ).to_dict()
+            certificates.append(
+                exploitability(venv.pool, prices, seed=args.seed, budget=args.verify_budget)
+            )
+            return certificates[-1].to_dict()
 
         trainer = GameTrainer(
             venv,
@@ -225,11 +228,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             print(f"verifying in the simulator ({args.verify_budget} evaluations per station)...")
             cert = trainer.verify(pure)
             summary["verified_exploitability"] = cert
-            for a, dev in cert["deviations"].items():
-                print(
-                    f"  {a:>6}: revenue {dev['current_reward']:10.1f}, best deviation "
-                    f"{dev['best_reward']:10.1f}, gain {dev['relative_gain']:.2%}"
-                )
+            print(certificates[-1].summary())
             print(
                 f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
                 f"max relative gain {cert['max_relative_gain']:.2%}"
