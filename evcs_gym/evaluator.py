@@ -309,8 +309,9 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
 
     The reference profile is uniform: ``settings.warm_start_price``, or each station's
     bound midpoint. The UE is solved once from free-flow routes with
-    ``settings.default_seed``; it depends on the scenario alone, so every process
-    computes the same bits.
+    ``settings.default_seed``, to ``settings.warm_start_gap_ratio`` times the evaluations'
+    gap threshold (``ue_max_iterations`` still caps it). It depends on the scenario alone,
+    so every process computes the same bits.
     """
     s = network.settings
     if s.warm_start_price is None:
@@ -320,7 +321,11 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
         }
     else:
         ref = {a: np.full(network.n_periods, s.warm_start_price) for a in network.agent_names}
-    ev = EVCSRewardEvaluator(network, clip_prices=True)
+    # solved tighter than the stop rule of evaluations (``warm_start_gap_ratio``)
+    tight = dataclasses.replace(
+        s, ue_convergence_threshold=s.warm_start_gap_ratio * s.ue_convergence_threshold
+    )
+    ev = EVCSRewardEvaluator(dataclasses.replace(network, settings=tight), clip_prices=True)
     p = ev.check_prices(ref)
     t0 = time.perf_counter()
     ue = ev._solve(p, s.default_seed)
@@ -333,6 +338,7 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
         "iterations": ue.iterations,
         "converged": ue.converged,
         "relative_gap": ue.gap_history[-1],
+        "gap_threshold": tight.ue_convergence_threshold,
     }
     timings = {**network.timings, "warm_start": time.perf_counter() - t0}
     return dataclasses.replace(

@@ -101,6 +101,12 @@ class ScenarioSettings:
     """Uniform reference price whose equilibrium, computed once when the scenario loads,
     is every evaluation's starting assignment. ``None``: the middle of the common
     price bounds. Set ``warm_start=False`` in :func:`load_scenario` for a free-flow start."""
+    warm_start_gap_ratio: float = 0.5
+    """The warm start is solved to a mean relative gap of this times
+    ``ue_convergence_threshold`` (same stop rule otherwise). A start tighter than the stop
+    rule lets evaluations near the reference price pass it from their first iterations
+    instead of hovering at the threshold (Sioux Falls, training-noise prices: 3.0 instead
+    of 3.9 iterations on average, and far less spread between evaluations)."""
     station_overrides: dict[str, StationOverride] = field(default_factory=dict)
     """Station node name -> :class:`StationOverride` (charging-link length, speed, lanes)."""
 
@@ -177,10 +183,13 @@ class ScenarioSettings:
             "ue_min_completed_ratio",
             "ue_uncompleted_switch_prob",
             "ue_switch_memory",
+            "warm_start_gap_ratio",
         ]:
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ScenarioError(f"{source}: `{name}` must be in [0, 1], got {value!r}")
+        if self.warm_start_gap_ratio == 0:
+            raise ScenarioError(f"{source}: `warm_start_gap_ratio` must be in (0, 1], got 0")
         if not self.charging_nodes:
             raise ScenarioError(f"{source}: `charging_nodes` must name at least one station")
         for node, (low, high) in self.charging_nodes.items():
@@ -227,6 +236,7 @@ _FLOAT_KEYS = {
     "ue_switch_alpha",
     "ue_uncompleted_switch_prob",
     "ue_switch_memory",
+    "warm_start_gap_ratio",
     "ue_switch_sensitivity",
     "ue_switch_decay",
     "ue_switch_budget",

@@ -217,6 +217,20 @@ def test_siouxfalls_uniform_converges_and_charges_all_demand(siouxfalls):
 
 
 @pytest.mark.siouxfalls
+def test_siouxfalls_warm_start_is_tighter_than_the_stop_rule(siouxfalls):
+    """The start assignment is solved to half the gap threshold, so an evaluation near the
+    reference price passes the stop rule in its first ``stable_rounds`` iterations."""
+    info, s = siouxfalls.warm_start_info, siouxfalls.settings
+    assert info["converged"]
+    assert info["gap_threshold"] == s.warm_start_gap_ratio * s.ue_convergence_threshold
+    assert info["relative_gap"] <= info["gap_threshold"]
+    rng = np.random.default_rng(0)
+    near = {a: 1.25 + rng.normal(0, 0.05, siouxfalls.n_periods) for a in siouxfalls.agent_names}
+    res = evcs_gym.EVCSRewardEvaluator(siouxfalls).evaluate(near, seed=0)
+    assert res.ue_iterations == s.ue_convergence_stable_rounds
+
+
+@pytest.mark.siouxfalls
 def test_siouxfalls_revenue_shares_are_stable_across_seeds(siouxfalls):
     ev = evcs_gym.EVCSRewardEvaluator(siouxfalls)
     shares = []
