@@ -25,7 +25,6 @@ from evcs_gym.baselines import (
     ALGORITHMS,
     BestResponseDynamics,
     GameTrainer,
-    MADDPGConfig,
     TrainerConfig,
     exploitability,
 )
@@ -38,7 +37,7 @@ def run_learner(name, nd, pool, args) -> dict:
     venv = make_vector_env(args.num_envs, scenario=nd, rounds=args.rounds, pool=pool)
     obs_spaces = {a: venv.observation_space(a) for a in venv.possible_agents}
     act_spaces = {a: venv.action_space(a) for a in venv.possible_agents}
-    config = MADDPGConfig(seed=args.seed, **json.loads(args.config))
+    config = ALGORITHMS[name].config_cls(seed=args.seed, **json.loads(args.config))
     algo = ALGORITHMS[name](obs_spaces, act_spaces, config)
     trainer = GameTrainer(
         venv, algo, TrainerConfig(budget=args.budget, seed=args.seed, progress=False)
@@ -91,7 +90,7 @@ def main() -> None:
     parser.add_argument(
         "--config",
         default="{}",
-        help="JSON overrides of MADDPGConfig shared by the three learners",
+        help="JSON overrides of every learner's config (each starts from its own defaults)",
     )
     parser.add_argument(
         "--methods",

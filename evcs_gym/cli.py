@@ -172,7 +172,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     import evcs_gym
-    from evcs_gym.baselines import ALGORITHMS, GameTrainer, MADDPGConfig, TrainerConfig
+    from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.exploitability import exploitability
     from evcs_gym.wrappers import make_vector_env
 
@@ -183,12 +183,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
     try:
         spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
         spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
-        config = MADDPGConfig(
+        config_cls = ALGORITHMS[args.algo].config_cls
+        config = config_cls(
             seed=args.seed,
             batch_size=min(64, max(8, args.budget // 8)),
             learning_starts=min(64, max(8, args.budget // 8)),
             noise_std=args.noise,
             noise_decay=args.noise_decay,
+            noise_min=min(config_cls.noise_min, args.noise),  # the floor never above the start
         )
         algo = ALGORITHMS[args.algo](spaces_obs, spaces_act, config, agents=venv.possible_agents)
 
