@@ -126,6 +126,12 @@ def main() -> None:
                 f"{r['name']:<15}{c.total_reward:>10.0f}{c.relative_nash_conv:>10.2%}"
                 f"{c.max_relative_gain:>10.2%}{r['evaluations']:>7}{r['seconds']:>7.0f}  {prices}"
             )
+        print("\nper-station relative gains (best verified deviation gain / own revenue):")
+        for r in rows:
+            gains = ", ".join(
+                f"{a}: {d.relative_gain:.2%}" for a, d in r["cert"].deviations.items()
+            )
+            print(f"  {r['name']:<15}{gains}")
 
 
 if __name__ == "__main__":
