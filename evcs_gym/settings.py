@@ -174,22 +174,19 @@ class ScenarioSettings:
                 f"{source}: `ue_switch_rule` must be 'targeted', 'smoothed' or 'legacy', "
                 f"got {self.ue_switch_rule!r}"
             )
-        if not 0 < self.ue_switch_budget <= 1:
-            raise ScenarioError(
-                f"{source}: `ue_switch_budget` must be in (0, 1], got {self.ue_switch_budget!r}"
-            )
+        for name in ["ue_switch_budget", "warm_start_gap_ratio"]:
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ScenarioError(f"{source}: `{name}` must be in (0, 1], got {value!r}")
         for name in [
             "charging_car_rate",
             "ue_min_completed_ratio",
             "ue_uncompleted_switch_prob",
             "ue_switch_memory",
-            "warm_start_gap_ratio",
         ]:
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ScenarioError(f"{source}: `{name}` must be in [0, 1], got {value!r}")
-        if self.warm_start_gap_ratio == 0:
-            raise ScenarioError(f"{source}: `warm_start_gap_ratio` must be in (0, 1], got 0")
         if not self.charging_nodes:
             raise ScenarioError(f"{source}: `charging_nodes` must name at least one station")
         for node, (low, high) in self.charging_nodes.items():

@@ -183,7 +183,7 @@ def test_unknown_settings_key_in_file(tiny_copy):
         ({"time_value_coefficient": "fast"}, "`time_value_coefficient` must be a number"),
         ({"station_overrides": {"Z": {"length": 10}}}, "names 'Z', which is not in"),
         ({"warm_start_gap_ratio": 0}, r"`warm_start_gap_ratio` must be in \(0, 1\], got 0"),
-        ({"warm_start_gap_ratio": 1.5}, r"`warm_start_gap_ratio` must be in \[0, 1\], got 1.5"),
+        ({"warm_start_gap_ratio": 1.5}, r"`warm_start_gap_ratio` must be in \(0, 1\], got 1.5"),
     ],
 )
 def test_bad_setting_values(override, message):
