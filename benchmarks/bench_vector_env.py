@@ -87,6 +87,19 @@ class MachineCeiling:
         self.executor.shutdown()
 
 
+def makespan(work: Sequence[float], workers: int) -> float:
+    """Finish time of ``work`` items handed in order to the first free of ``workers``.
+
+    >>> makespan([6, 3], 2), makespan([3, 3, 3, 3], 2), makespan([6, 3, 3, 3], 2)
+    (6.0, 6.0, 9.0)
+    """
+    free = [0.0] * workers
+    for w in work:
+        k = free.index(min(free))
+        free[k] += w
+    return max(free)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, float | bool]:
     args = parse_args(argv)
     n = args.num_envs
@@ -165,11 +178,18 @@ def main(argv: Sequence[str] | None = None) -> dict[str, float | bool]:
         f"seconds per step  vector: {vec:.2f}   serial: {ser:.2f}   speed-up: {ser / vec:.2f}x "
         f"(median of steps {per_step:.2f}x)"
     )
+    steps = [iterations[k : k + n] for k in range(0, len(iterations), n)]
+    balance = sum(map(sum, steps)) / sum(makespan(s, args.workers) for s in steps)
+    print(
+        f"UE iteration balance: {balance:.2f}x (the speed-up the iteration counts allow "
+        f"on {args.workers} cores that run {args.workers} processes at full speed)"
+    )
     figures: dict[str, float | bool] = {
         "vector_seconds": vec,
         "serial_seconds": ser,
         "speedup": ser / vec,
         "median_step_speedup": per_step,
+        "iteration_balance": balance,
         "identical": identical,
     }
     if ceiling is not None:

@@ -28,7 +28,13 @@ def test_bench_vector_env_matches_serial_across_an_autoreset(capsys):
     figures = bench.main(["--scenario", "tiny", "--steps", "3", "--rounds", "2"])
     out = capsys.readouterr().out
     assert figures["identical"] is True
-    for key in ("speedup", "median_step_speedup", "machine_ceiling", "machine_ceiling_median"):
+    for key in (
+        "speedup",
+        "median_step_speedup",
+        "iteration_balance",
+        "machine_ceiling",
+        "machine_ceiling_median",
+    ):
         assert math.isfinite(figures[key]) and figures[key] > 0, key
     assert "machine ceiling" in out and "identical results (obs, rewards, infos): True" in out
 
