@@ -27,6 +27,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from typing import Any
 
 import numpy as np
@@ -68,7 +69,8 @@ class MachineCeiling:
     """
 
     def __init__(self, seconds: float = 0.3) -> None:
-        self.executor = ProcessPoolExecutor(max_workers=2)
+        # spawn: never fork this process, which already runs the vector env's pool threads
+        self.executor = ProcessPoolExecutor(max_workers=2, mp_context=get_context("spawn"))
         list(self.executor.map(sum, [range(10), range(10)]))  # start both processes
         t0 = time.perf_counter()
         sum(range(1_000_000))
