@@ -12,7 +12,10 @@ Run::
     python examples/sb3_joint_pricing.py --scenario siouxfalls --total-timesteps 2000 --algo sac
 
 Prints the learned prices per station and period and the total revenue, next to the
-revenue of every station at the middle and at the top of its price bounds.
+revenue of every station at the middle and at the top of its price bounds. Measured on
+``tiny`` with the defaults (SAC, 2,000 evaluations, under 2 minutes): 26,402, 97.8 % of
+the all-at-the-cap revenue (27,000; drivers here cannot avoid charging, so the collusive
+optimum is the cap); with SB3's default entropy start it reached 23,423 (86.8 %).
 """
 
 from __future__ import annotations
@@ -50,7 +53,10 @@ def make_model(algo: str, env: gym.Env, total: int, seed: int) -> SAC | PPO:
             env,
             learning_starts=max(1, min(100, total // 4)),
             batch_size=min(64, max(1, total // 2)),
-            gamma=0.0,
+            gamma=0.0,  # one-step game: the critic learns the reward itself
+            # SB3's default starts the entropy weight at 1, which outweighs rewards of a
+            # few units (revenue / reward_scale) for most of a short run; start at 0.1
+            ent_coef="auto_0.1",
             seed=seed,
             verbose=0,
         )
