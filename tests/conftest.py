@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -51,3 +53,22 @@ def scenario_writer(tmp_path):
         return write_scenario(tmp_path, name, **parts)
 
     return make
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def load_script():
+    """``load_script("examples", "sb3_best_response")``: import a repository script by path."""
+
+    def load(folder: str, name: str) -> ModuleType:
+        spec = importlib.util.spec_from_file_location(
+            f"{folder}_{name}", REPO / folder / f"{name}.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    return load

@@ -6,24 +6,11 @@ correctness figure a benchmark reports, e.g. that the vector env matched serial 
 
 from __future__ import annotations
 
-import importlib.util
 import math
-from pathlib import Path
-from types import ModuleType
-
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
-def load_benchmark(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_bench_vector_env_matches_serial_across_an_autoreset(capsys):
-    bench = load_benchmark("bench_vector_env")
+def test_bench_vector_env_matches_serial_across_an_autoreset(load_script, capsys):
+    bench = load_script("benchmarks", "bench_vector_env")
     # rounds=2: step 2 crosses the vector env's autoreset
     figures = bench.main(["--scenario", "tiny", "--steps", "3", "--rounds", "2"])
     out = capsys.readouterr().out
@@ -39,8 +26,8 @@ def test_bench_vector_env_matches_serial_across_an_autoreset(capsys):
     assert "machine ceiling" in out and "identical results (obs, rewards, infos): True" in out
 
 
-def test_bench_vector_env_without_ceiling(capsys):
-    figures = load_benchmark("bench_vector_env").main(
+def test_bench_vector_env_without_ceiling(load_script, capsys):
+    figures = load_script("benchmarks", "bench_vector_env").main(
         ["--scenario", "tiny", "--steps", "1", "--no-ceiling", "--actions", "uniform"]
     )
     assert figures["identical"] is True

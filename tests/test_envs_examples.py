@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-
-
-def load(name: str):
-    spec = importlib.util.spec_from_file_location(f"example_{name}", EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.parametrize("algo", ["sac", "ppo"])
-def test_sb3_joint_pricing(capsys, algo):
-    out = load("sb3_joint_pricing").main(
+def test_sb3_joint_pricing(load_script, capsys, algo):
+    out = load_script("examples", "sb3_joint_pricing").main(
         ["--scenario", "tiny", "--total-timesteps", "16", "--algo", algo]
     )
     assert set(out["prices"]) == {"A", "B"}
@@ -29,16 +17,16 @@ def test_sb3_joint_pricing(capsys, algo):
     assert "learned joint prices" in capsys.readouterr().out
 
 
-def test_sb3_best_response(capsys):
-    out = load("sb3_best_response").main(
+def test_sb3_best_response(load_script, capsys):
+    out = load_script("examples", "sb3_best_response").main(
         ["--scenario", "tiny", "--total-timesteps", "16", "--agent", "B", "--opponent-price", "1.4"]
     )
     assert out["agent"] == "B" and out["prices"].shape == (4,)
     assert "learned prices of B" in capsys.readouterr().out
 
 
-def test_supersuit_shared_policy(capsys):
-    out = load("supersuit_shared_policy").main(
+def test_supersuit_shared_policy(load_script, capsys):
+    out = load_script("examples", "supersuit_shared_policy").main(
         ["--scenario", "tiny", "--total-timesteps", "16", "--rounds", "2", "--n-steps", "4"]
     )
     assert set(out["prices"]) == {"A", "B"} and out["timesteps"] >= 16
