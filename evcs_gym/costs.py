@@ -1,7 +1,8 @@
 """Vectorised route costs: every platoon × every route of its set, from link travel times.
 
-For each (platoon, route) pair the trip is walked link by link through the
-time-dependent travel-time table of the last simulation (numpy, all pairs at once):
+For each (platoon, route) pair the trip is walked link by link, from the time the
+platoon left its origin queue, through the time-dependent travel-time table of the last
+simulation (numpy, all pairs at once):
 the arrival time gives the time cost, the entry time of the charging link gives the
 pricing period and so the charging cost.
 """
@@ -69,11 +70,25 @@ class RouteCoster:
         self.pair_departure = nd.veh_departure[self.pair_veh]
         self.lmax = lmax
 
-    def compute(self, traveltime: np.ndarray, prices: np.ndarray) -> PairCosts:
-        """Costs of every pair given link travel times (n_links, n_steps) and prices."""
+    def compute(
+        self,
+        traveltime: np.ndarray,
+        prices: np.ndarray,
+        network_entry: np.ndarray | None = None,
+    ) -> PairCosts:
+        """Costs of every pair given link travel times (n_links, n_steps) and prices.
+
+        ``network_entry`` (n_platoons,) is when each platoon entered its first link after
+        waiting at its origin (:attr:`SimulationOutput.network_entry`); every route of the
+        platoon is walked from it (the origin queue is FIFO whatever the route), and the
+        wait counts in the travel time. ``None`` or NaN: walk from the departure time.
+        """
         n = self.n_steps
         flat_tt = traveltime.ravel()
         t = self.pair_departure.copy()
+        if network_entry is not None:
+            start = network_entry[self.pair_veh]
+            t = np.where(np.isnan(start), t, start)
         charge_entry = np.full(len(t), np.nan)
         for j in range(self.lmax):
             m = self._active[j]
