@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,7 +46,7 @@ from evcs_gym.simulation import SimulationOutput, WorldBuilder
 from evcs_gym.switching import SwitchInput, make_switching_rule
 from evcs_gym.utils import FieldwiseEquality, to_jsonable
 
-__all__ = ["EVCSRewardEvaluator", "EvalResult", "compute_warm_start"]
+__all__ = ["EVCSRewardEvaluator", "EvalResult", "GapStats", "compute_warm_start", "gap_summary"]
 
 _SEED_DOMAIN = 0x45564353  # "EVCS": separates our streams from other users of the seed
 
@@ -62,10 +62,16 @@ class EvalResult(FieldwiseEquality):
         prices: station -> the (n_periods,) prices evaluated.
         ue_iterations: simulations run by the UE loop.
         converged: whether the stop rule was met before ``ue_max_iterations``.
-        ue_stats: ``relative_gap`` (final), ``completed_ratio`` (final),
-            ``gap_history`` and ``completed_history`` (per iteration),
+        ue_stats: at the final iteration ``relative_gap`` (mean over completed
+            platoons), ``completed_ratio``, ``charging_relative_gap`` and
+            ``charging_tail_share`` (the stop rule's charging criteria),
+            ``charging_gap`` / ``non_charging_gap`` (:func:`gap_summary`: mean, p95,
+            max, shares above 1 / 5 / 10 %), ``stop_tolerances``; per iteration
+            ``gap_history``, ``charging_gap_history``, ``charging_tail_history``,
+            ``completed_history``, ``switch_history``; and
             ``simulated_charging_vehicles``, ``simulated_non_charging_vehicles``,
-            ``charging_vehicles_completed``, ``mean_travel_time``, ``switch_history``.
+            ``charging_vehicles_completed``, ``charging_vehicles_charged``,
+            ``travel_time_model_error``, ``mean_travel_time``.
         seed: the seed used (``None`` resolved to the scenario's default).
         timings: wall-clock seconds by phase (not part of equality).
     """
@@ -89,14 +95,79 @@ class EvalResult(FieldwiseEquality):
         return to_jsonable(dataclasses.asdict(self))
 
 
+@dataclass(frozen=True)
+class GapStats:
+    """The stop rule's view of one UE iteration (relative gaps of completed platoons)."""
+
+    mean_gap: float
+    """Mean gap over all completed platoons."""
+    charging_mean_gap: float
+    """Mean gap over the completed charging platoons (0 if the scenario has none)."""
+    charging_tail_share: float
+    """Share of completed charging platoons whose gap exceeds the tail gap."""
+    completed_ratio: float
+    """Share of all platoons that completed their trip."""
+
+    @classmethod
+    def of(
+        cls, gap: np.ndarray, completed: np.ndarray, charging: np.ndarray, tail_gap: float
+    ) -> GapStats:
+        n = len(gap)
+        done_ch = completed & charging
+        if charging.any() and not done_ch.any():  # every charging trip stuck: not converged
+            ch_mean, ch_tail = 1.0, 1.0
+        elif done_ch.any():
+            ch_mean = float(gap[done_ch].mean())
+            ch_tail = float((gap[done_ch] > tail_gap).mean())
+        else:
+            ch_mean = ch_tail = 0.0
+        return cls(
+            mean_gap=float(gap[completed].mean()) if completed.any() else 1.0,
+            charging_mean_gap=ch_mean,
+            charging_tail_share=ch_tail,
+            completed_ratio=float(completed.mean()) if n else 1.0,
+        )
+
+    def meets(self, tol: Mapping[str, float]) -> bool:
+        """Whether this iteration satisfies the stop rule (``settings.stop_tolerances``)."""
+        return (
+            self.mean_gap <= tol["mean_gap"]
+            and self.charging_mean_gap <= tol["charging_mean_gap"]
+            and self.charging_tail_share <= tol["charging_tail_share"]
+            and self.completed_ratio >= tol["min_completed_ratio"]
+        )
+
+
+def gap_summary(gap: np.ndarray) -> dict[str, float]:
+    """Mean, p95, max and shares above 1 / 5 / 10 % of a set of relative gaps.
+
+    Example:
+        >>> gap_summary(np.array([0.0, 0.02, 0.2]))["share_above_5pct"]
+        0.3333333333333333
+    """
+    if len(gap) == 0:
+        nan = float("nan")
+        return {"count": 0, "mean": nan, "p95": nan, "max": nan, "share_above_1pct": nan,
+                "share_above_5pct": nan, "share_above_10pct": nan}
+    return {
+        "count": int(len(gap)),
+        "mean": float(gap.mean()),
+        "p95": float(np.percentile(gap, 95)),
+        "max": float(gap.max()),
+        "share_above_1pct": float((gap > 0.01).mean()),
+        "share_above_5pct": float((gap > 0.05).mean()),
+        "share_above_10pct": float((gap > 0.10).mean()),
+    }
+
+
 @dataclass
 class _UEOutcome:
     sim: SimulationOutput
     route_slot: np.ndarray
     iterations: int
     converged: bool
-    gap_history: list[float]
-    completed_history: list[float]
+    history: list[GapStats]
+    final_gap: np.ndarray
     switch_history: list[int]
     time_discrepancy: float
     t_build_sim: float
@@ -134,6 +205,12 @@ class EVCSRewardEvaluator:
         if len(init) and not match.any(axis=1).all():  # pragma: no cover - loader invariant
             raise ValueError("initial_route_choice contains routes outside the route sets")
         self._initial_slot = np.argmax(match, axis=1)
+        if network.reference_traveltime is not None:
+            self._reference_tt = np.asarray(network.reference_traveltime, dtype=float)
+        else:  # free-flow start: free-flow link times
+            n_steps = self._coster.n_steps
+            ff = network.links.free_flow_time.astype(float)
+            self._reference_tt = np.repeat(ff[:, None], n_steps, axis=1)
 
     @property
     def agent_names(self) -> tuple[str, ...]:
@@ -171,11 +248,19 @@ class EVCSRewardEvaluator:
         charging = nd.veh_charging
         sim_counts = nd.simulated_vehicles()
         travel = ue.sim.arrival_time - nd.veh_departure
+        last = ue.history[-1]
         stats = {
-            "relative_gap": ue.gap_history[-1],
-            "completed_ratio": ue.completed_history[-1],
-            "gap_history": list(ue.gap_history),
-            "completed_history": list(ue.completed_history),
+            "relative_gap": last.mean_gap,
+            "completed_ratio": last.completed_ratio,
+            "charging_relative_gap": last.charging_mean_gap,
+            "charging_tail_share": last.charging_tail_share,
+            "charging_gap": gap_summary(ue.final_gap[completed & charging]),
+            "non_charging_gap": gap_summary(ue.final_gap[completed & ~charging]),
+            "stop_tolerances": s.stop_tolerances,
+            "gap_history": [h.mean_gap for h in ue.history],
+            "charging_gap_history": [h.charging_mean_gap for h in ue.history],
+            "charging_tail_history": [h.charging_tail_share for h in ue.history],
+            "completed_history": [h.completed_ratio for h in ue.history],
             "switch_history": list(ue.switch_history),
             "simulated_charging_vehicles": sim_counts["charging"],
             "simulated_non_charging_vehicles": sim_counts["non_charging"],
@@ -202,6 +287,22 @@ class EVCSRewardEvaluator:
             },
         )
 
+    def evaluate_seeds(self, prices: Mapping[str, Any], seeds: int | Sequence[int] = 6):
+        """Evaluate ``prices`` at several seeds: means and standard errors per station.
+
+        Args:
+            prices: as for :meth:`evaluate`.
+            seeds: a list of distinct non-negative seeds, or a count ``n`` for ``0..n-1``.
+
+        Returns:
+            :class:`evcs_gym.averaging.SeedAverage` (``.rewards``, ``.rewards_se``, ...).
+        """
+        from evcs_gym.averaging import SeedAverage, check_seeds
+
+        seed_list = check_seeds(seeds)
+        self.check_prices(prices)
+        return SeedAverage([self.evaluate(prices, seed=s) for s in seed_list])
+
     def equilibrium_routes(self, prices: Mapping[str, Any], seed: int | None = None) -> np.ndarray:
         """Route id (see :meth:`NetworkData.route`) of every platoon at the final UE iteration.
 
@@ -224,43 +325,60 @@ class EVCSRewardEvaluator:
         bounds = np.minimum(bounds, cum.shape[1] - 1)
         return np.diff(cum[:, bounds], axis=1)
 
+    def _start(self, prices: np.ndarray) -> np.ndarray:
+        """Route slots the UE starts from: the scenario's start, made price-aware.
+
+        With ``ue_price_aware_start`` every charging platoon whose route in the start is
+        more than ``charging_tail_gap`` dearer than its cheapest alternative *at these
+        prices* — costed on the start's own link travel times — moves to that
+        alternative before anything is simulated. The start then depends on the scenario
+        and the prices only, and carries none of the reference's choices the new prices
+        make wrong.
+        """
+        nd = self.network
+        slot = self._initial_slot.copy()
+        if not nd.settings.ue_price_aware_start or not nd.veh_charging.any():
+            return slot
+        pc = self._coster.compute(self._reference_tt, prices, nd.reference_network_entry)
+        best = np.argmin(pc.cost, axis=1)
+        gap = relative_gap(pc.cost, slot, best)
+        move = nd.veh_charging & (gap > nd.settings.stop_tolerances["charging_mean_gap"])
+        slot[move] = best[move]
+        return slot
+
     def _solve(self, prices: np.ndarray, seed: int) -> _UEOutcome:
         nd = self.network
         s = nd.settings
+        tol = s.stop_tolerances
         rng = np.random.default_rng(np.random.SeedSequence([_SEED_DOMAIN, seed]))
         # one engine seed for every iteration (common random numbers): the UE is then a
         # fixed point of one deterministic simulator, not of a new random draw each time
         engine_seed = int(rng.integers(0, 2**31 - 1))
-        slot = self._initial_slot.copy()
+        slot = self._start(prices)
         routes = self._coster.routes
+        charging = nd.veh_charging
         n_veh = len(slot)
         rows = np.arange(n_veh)
-        gaps: list[float] = []
-        completed_hist: list[float] = []
+        history: list[GapStats] = []
         switches: list[int] = []
         stable = 0
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
         exec0 = self._builder.exec_seconds
         converged = False
-        sim = None
+        sim = pc = None
         for it in range(s.ue_max_iterations):
             t1 = time.perf_counter()
             sim = self._builder.run(routes[rows, slot], engine_seed)
             t2 = time.perf_counter()
-            pc = self._coster.compute(sim.traveltime, prices)
+            pc = self._coster.compute(sim.traveltime, prices, sim.network_entry)
             completed = ~np.isnan(sim.arrival_time)
             gap = relative_gap(pc.cost, slot, np.argmin(pc.cost, axis=1))
-            mean_gap = float(gap[completed].mean()) if completed.any() else 1.0
-            ratio = float(completed.mean()) if n_veh else 1.0
-            gaps.append(mean_gap)
-            completed_hist.append(ratio)
+            stats = GapStats.of(gap, completed, charging, tol["charging_tail_gap"])
+            history.append(stats)
             t_cost += time.perf_counter() - t2
             t_sim += t2 - t1
-            if mean_gap <= s.ue_convergence_threshold and ratio >= s.ue_min_completed_ratio:
-                stable += 1
-            else:
-                stable = 0
+            stable = stable + 1 if stats.meets(tol) else 0
             if stable >= s.ue_convergence_stable_rounds:
                 converged = True
                 switches.append(0)
@@ -268,17 +386,17 @@ class EVCSRewardEvaluator:
             if it == s.ue_max_iterations - 1:
                 switches.append(0)
                 break
-            new_slot = rule(SwitchInput(it, pc.cost, slot, completed), rng)
+            new_slot = rule(SwitchInput(it, pc.cost, slot, completed, charging), rng)
             switches.append(int((new_slot != slot).sum()))
             slot = new_slot
-        assert sim is not None
+        assert sim is not None and pc is not None
         return _UEOutcome(
             sim=sim,
             route_slot=slot,
-            iterations=len(gaps),
+            iterations=len(history),
             converged=converged,
-            gap_history=gaps,
-            completed_history=completed_hist,
+            history=history,
+            final_gap=gap,
             switch_history=switches,
             time_discrepancy=_model_error(sim, pc, slot, nd.veh_departure),
             t_build_sim=t_sim,
@@ -309,9 +427,11 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
 
     The reference profile is uniform: ``settings.warm_start_price``, or each station's
     bound midpoint. The UE is solved once from free-flow routes with
-    ``settings.default_seed``, to ``settings.warm_start_gap_ratio`` times the evaluations'
-    gap threshold (``ue_max_iterations`` still caps it). It depends on the scenario alone,
-    so every process computes the same bits.
+    ``settings.default_seed``, with every stop-rule tolerance scaled by
+    ``settings.warm_start_gap_ratio`` (``ue_max_iterations`` still caps it). The final
+    iteration's link travel times are kept as ``reference_traveltime`` for the
+    price-aware start. It depends on the scenario alone, so every process computes the
+    same bits.
     """
     s = network.settings
     if s.warm_start_price is None:
@@ -323,24 +443,35 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
         ref = {a: np.full(network.n_periods, s.warm_start_price) for a in network.agent_names}
     # solved tighter than the stop rule of evaluations (``warm_start_gap_ratio``)
     tight = dataclasses.replace(
-        s, ue_convergence_threshold=s.warm_start_gap_ratio * s.ue_convergence_threshold
+        s, ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale
     )
-    ev = EVCSRewardEvaluator(dataclasses.replace(network, settings=tight), clip_prices=True)
+    free_flow = dataclasses.replace(
+        network, settings=tight, reference_traveltime=None, reference_network_entry=None
+    )
+    ev = EVCSRewardEvaluator(free_flow, clip_prices=True)
     p = ev.check_prices(ref)
     t0 = time.perf_counter()
     ue = ev._solve(p, s.default_seed)
     routes = ev._coster.routes
     choice = routes[np.arange(len(ue.route_slot)), ue.route_slot]
+    last = ue.history[-1]
     info = {
         "kind": "equilibrium",
         "price": {a: float(v[0]) for a, v in ref.items()},
         "seed": s.default_seed,
         "iterations": ue.iterations,
         "converged": ue.converged,
-        "relative_gap": ue.gap_history[-1],
-        "gap_threshold": tight.ue_convergence_threshold,
+        "relative_gap": last.mean_gap,
+        "charging_relative_gap": last.charging_mean_gap,
+        "charging_tail_share": last.charging_tail_share,
+        "stop_tolerances": tight.stop_tolerances,
     }
     timings = {**network.timings, "warm_start": time.perf_counter() - t0}
     return dataclasses.replace(
-        network, initial_route_choice=choice, warm_start_info=info, timings=timings
+        network,
+        initial_route_choice=choice,
+        warm_start_info=info,
+        reference_traveltime=ue.sim.traveltime,
+        reference_network_entry=ue.sim.network_entry,
+        timings=timings,
     )

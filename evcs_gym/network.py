@@ -127,6 +127,12 @@ class NetworkData(FieldwiseEquality):
     """How ``initial_route_choice`` was computed (price, iterations, gap) or free-flow."""
 
     source: str = ""
+    reference_traveltime: np.ndarray | None = None
+    """(n_links, n_steps) link travel times (s) of the start's simulation — the reference
+    equilibrium's when warm-started, ``None`` for a free-flow start (free-flow link
+    times are used). The price-aware start costs routes at new prices on them."""
+    reference_network_entry: np.ndarray | None = None
+    """(n_platoons,) first-link entry times (s) in that simulation (``None``: departures)."""
     timings: dict = dataclasses.field(default_factory=dict, compare=False)
     """Wall-clock seconds spent at load time (``routes``, ``warm_start``); not compared."""
 

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from evcs_gym.errors import ScenarioError
 
 __all__ = ["ScenarioSettings", "StationOverride"]
@@ -58,7 +60,22 @@ class ScenarioSettings:
     charging_demand_per_vehicle: float = 50.0
     """Energy bought per charging vehicle in kWh."""
     ue_convergence_threshold: float = 0.01
-    """UE stop rule: mean relative cost gap over completed vehicles."""
+    """UE stop rule: mean relative cost gap over all completed platoons."""
+    ue_charging_gap_threshold: float = 0.01
+    """UE stop rule: mean relative cost gap over the completed *charging* platoons (their
+    station and period choices are the revenues; on Sioux Falls they are 10 % of the
+    platoons, so the all-platoon mean alone hides them)."""
+    ue_charging_tail_gap: float = 0.05
+    """UE stop rule, tail: a completed charging platoon whose relative gap exceeds this
+    counts as mis-assigned ..."""
+    ue_charging_tail_share: float = 0.02
+    """... and at most this share of the completed charging platoons may be mis-assigned."""
+    ue_tolerance_scale: float = 1.0
+    """Multiplies every stop-rule tolerance at once: ``ue_convergence_threshold``,
+    ``ue_charging_gap_threshold``, ``ue_charging_tail_gap``, ``ue_charging_tail_share``
+    and the allowed share of uncompleted trips ``1 - ue_min_completed_ratio``. 0.5 halves
+    them all (the convergence study's tighter rule); it never loosens the
+    switching rule's own parameters."""
     ue_convergence_stable_rounds: int = 3
     """UE stop rule: consecutive iterations the gap and completion criteria must hold."""
     ue_max_iterations: int = 100
@@ -80,6 +97,24 @@ class ScenarioSettings:
     ue_switch_budget: float = 0.01
     """Targeted rule: share of platoons eligible to switch per iteration — those with the
     largest smoothed gaps (in (0, 1]; 0.01 ≈ 75 of Sioux Falls' ~7,500 platoons)."""
+    ue_switch_charging_budget: float = 0.05
+    """Targeted rule: share of the *charging* platoons eligible to switch per iteration,
+    ranked among themselves (0.05 ≈ 38 of Sioux Falls' 750 charging platoons); the
+    non-charging ones get ``ue_switch_budget`` of their own number."""
+    ue_switch_charging_sensitivity: float = 20.0
+    """Targeted rule: ``ue_switch_sensitivity`` for the charging platoons. Their gaps are
+    real unilateral savings (a moved platoon realises the predicted cost to within a
+    few per cent), so an eligible charging platoon with a smoothed gap of 5 % or more
+    moves for sure: at 3, a platoon 6 % from its best route stayed for 20 iterations."""
+    ue_switch_charging_max_prob: float = 0.5
+    """Targeted rule: a charging platoon moves with probability at most this."""
+    ue_switch_charging_memory: float = 0.5
+    """Targeted rule: ``ue_switch_memory`` for the charging platoons."""
+    ue_price_aware_start: bool = True
+    """Before the first simulation of an evaluation, move every charging platoon to its
+    cheapest route under the *new* prices, costed on the link travel times of the start
+    (the reference equilibrium kept at load). The start then carries none of the
+    reference's station and period choices that the new prices make wrong."""
     ue_switch_budget_min: int = 50
     """Targeted rule: at least this many platoons are eligible per iteration (small
     scenarios: 50 of the tiny scenario's 450 platoons)."""
@@ -109,6 +144,27 @@ class ScenarioSettings:
     of 3.9 iterations on average, and far less spread between evaluations)."""
     station_overrides: dict[str, StationOverride] = field(default_factory=dict)
     """Station node name -> :class:`StationOverride` (charging-link length, speed, lanes)."""
+
+    @property
+    def stop_tolerances(self) -> dict[str, float]:
+        """The stop rule's tolerances after ``ue_tolerance_scale``.
+
+        Keys: ``mean_gap``, ``charging_mean_gap``, ``charging_tail_gap``,
+        ``charging_tail_share``, ``min_completed_ratio``.
+
+        Example:
+            >>> t = ScenarioSettings(ue_tolerance_scale=0.5).stop_tolerances
+            >>> t["charging_mean_gap"], t["min_completed_ratio"]
+            (0.005, 0.975)
+        """
+        k = self.ue_tolerance_scale
+        return {
+            "mean_gap": k * self.ue_convergence_threshold,
+            "charging_mean_gap": k * self.ue_charging_gap_threshold,
+            "charging_tail_gap": k * self.ue_charging_tail_gap,
+            "charging_tail_share": k * self.ue_charging_tail_share,
+            "min_completed_ratio": max(0.0, 1.0 - k * (1.0 - self.ue_min_completed_ratio)),
+        }
 
     @property
     def period_length(self) -> float:
@@ -149,6 +205,9 @@ class ScenarioSettings:
             "ue_convergence_stable_rounds",
             "ue_max_iterations",
             "ue_switch_budget_min",
+            "ue_charging_gap_threshold",
+            "ue_charging_tail_gap",
+            "ue_tolerance_scale",
             "flow_scale_factor",
             "reward_scale",
         ]
@@ -162,6 +221,7 @@ class ScenarioSettings:
             "ue_switch_gamma",
             "ue_switch_alpha",
             "ue_switch_sensitivity",
+            "ue_switch_charging_sensitivity",
             "ue_switch_decay",
             "energy_cost_per_kwh",
         ]
@@ -174,7 +234,7 @@ class ScenarioSettings:
                 f"{source}: `ue_switch_rule` must be 'targeted', 'smoothed' or 'legacy', "
                 f"got {self.ue_switch_rule!r}"
             )
-        for name in ["ue_switch_budget", "warm_start_gap_ratio"]:
+        for name in ["ue_switch_budget", "ue_switch_charging_budget", "warm_start_gap_ratio"]:
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ScenarioError(f"{source}: `{name}` must be in (0, 1], got {value!r}")
@@ -183,6 +243,9 @@ class ScenarioSettings:
             "ue_min_completed_ratio",
             "ue_uncompleted_switch_prob",
             "ue_switch_memory",
+            "ue_switch_charging_memory",
+            "ue_switch_charging_max_prob",
+            "ue_charging_tail_share",
         ]:
             value = getattr(self, name)
             if not 0 <= value <= 1:
@@ -228,6 +291,14 @@ _FLOAT_KEYS = {
     "time_value_coefficient",
     "charging_demand_per_vehicle",
     "ue_convergence_threshold",
+    "ue_charging_gap_threshold",
+    "ue_charging_tail_gap",
+    "ue_charging_tail_share",
+    "ue_tolerance_scale",
+    "ue_switch_charging_budget",
+    "ue_switch_charging_sensitivity",
+    "ue_switch_charging_memory",
+    "ue_switch_charging_max_prob",
     "ue_min_completed_ratio",
     "ue_switch_gamma",
     "ue_switch_alpha",
@@ -255,6 +326,10 @@ def _convert(name: str, value: Any, source: str) -> Any:
         if not math.isfinite(value):
             raise ScenarioError(f"{where} must be finite, got {value!r}")
         return float(value)
+    if name == "ue_price_aware_start":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ScenarioError(f"{where} must be true or false, got {value!r}")
+        return bool(value)
     if name in ("network_name", "ue_switch_rule"):
         if not isinstance(value, str):
             raise ScenarioError(f"{where} must be a string, got {value!r}")

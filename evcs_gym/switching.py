@@ -9,9 +9,13 @@ and returns the next route slot of every platoon. It never touches the stop rule
      memory ``m = ue_switch_memory`` (``c̄ = c`` at the first iteration). A completed
      platoon's smoothed gap is ``ḡ = (c̄_own − min c̄)/c̄_own``; its target is its
      smoothed-cheapest route.
-  2. *Budget.* Only the ``max(ceil(ue_switch_budget · n_platoons),
-     ue_switch_budget_min)`` completed platoons with the largest ``ḡ`` (and ``ḡ`` ≥ a
-     tenth of the threshold) are eligible; ties by platoon index.
+  2. *Budget.* Charging and non-charging platoons are ranked apart. Of the
+     non-charging ones only the ``max(ceil(ue_switch_budget · n), ue_switch_budget_min)``
+     completed platoons with the largest ``ḡ`` (and ``ḡ`` ≥ a tenth of the threshold)
+     are eligible, of the charging ones the ``max(ceil(ue_switch_charging_budget · n_ch),
+     ue_switch_budget_min)`` largest; ties by platoon index. The charging platoons are
+     a tenth of the population but their choices are the revenues: a budget of their
+     own keeps them from queueing behind thousands of non-charging movers.
   3. *Gap-proportional step.* An eligible platoon moves to its target with probability
      ``min(1, ue_switch_sensitivity · ḡ) / (1 + ue_switch_decay · n)``.
 
@@ -63,6 +67,9 @@ class SwitchInput:
     """(n_platoons,) current route slot."""
     completed: np.ndarray
     """(n_platoons,) bool: trip completed in this simulation."""
+    charging: np.ndarray | None = None
+    """(n_platoons,) bool: charging platoon (``None``: treat all as one population)."""
+
 
 
 def _blend(new: np.ndarray, old: np.ndarray, memory: float) -> np.ndarray:
@@ -126,21 +133,42 @@ class SmoothedSwitching(_Rule):
 class TargetedSwitching(SmoothedSwitching):
     """The default: smoothed costs, the worst platoons first, a budget of movers per iteration."""
 
+    def __init__(self, settings: ScenarioSettings) -> None:
+        super().__init__(settings)
+        self._smooth_ch: np.ndarray | None = None
+
+    def reset(self) -> None:
+        super().reset()
+        self._smooth_ch = None
+
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
         n = len(inp.slot)
         smooth = self._smoothed(inp.cost)
+        charging = inp.charging if inp.charging is not None else np.zeros(n, dtype=bool)
+        if self._smooth_ch is None:
+            self._smooth_ch = inp.cost.copy()
+        else:
+            self._smooth_ch = _blend(inp.cost, self._smooth_ch, s.ue_switch_charging_memory)
+        decision = np.where(charging[:, None], self._smooth_ch, smooth)
         done = inp.completed
-        best_slot = np.argmin(smooth, axis=1)
-        gap = relative_gap(smooth, inp.slot, best_slot)
+        best_slot = np.argmin(decision, axis=1)
+        gap = relative_gap(decision, inp.slot, best_slot)
         gap[~done] = 0.0
-        eligible = gap >= self.floor
-        budget = max(int(np.ceil(s.ue_switch_budget * n)), s.ue_switch_budget_min)
-        if eligible.sum() > budget:
-            order = np.argsort(-gap, kind="stable")
-            eligible[:] = False
-            eligible[order[:budget]] = True
-        prob = np.where(eligible, np.minimum(1.0, s.ue_switch_sensitivity * gap), 0.0)
+        eligible = np.zeros(n, dtype=bool)
+        for members, share in (
+            (np.flatnonzero(~charging), s.ue_switch_budget),
+            (np.flatnonzero(charging), s.ue_switch_charging_budget),
+        ):
+            budget = max(int(np.ceil(share * len(members))), s.ue_switch_budget_min)
+            candidates = members[gap[members] >= self.floor]
+            if len(candidates) > budget:
+                order = np.argsort(-gap[candidates], kind="stable")
+                candidates = candidates[order[:budget]]
+            eligible[candidates] = True
+        sens = np.where(charging, s.ue_switch_charging_sensitivity, s.ue_switch_sensitivity)
+        cap = np.where(charging, s.ue_switch_charging_max_prob, 1.0)
+        prob = np.where(eligible, np.minimum(cap, sens * gap), 0.0)
         prob /= 1.0 + s.ue_switch_decay * inp.iteration
         prob[~done] = s.ue_uncompleted_switch_prob
         target = np.where(done, best_slot, np.argmin(inp.cost, axis=1))
