@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from evcs_gym.averaging import SeedAverage
 from evcs_gym.envs import EVCSPricingEnv, EVCSPricingParallelEnv, env, parallel_env
 from evcs_gym.envs.registration import register_envs
 from evcs_gym.errors import (
@@ -56,6 +57,7 @@ __all__ = [
     "PriceError",
     "ScenarioError",
     "ScenarioSettings",
+    "SeedAverage",
     "StationOverride",
     "WorkerCrashedError",
     "__version__",

@@ -339,6 +339,30 @@ class ParallelEvaluatorPool:
             ) from next(iter(failures.values()))
         return results  # type: ignore[return-value]
 
+    def evaluate_seeds(
+        self,
+        prices: Mapping[str, Any],
+        seeds: int | Sequence[int] = 6,
+        timeout: float | None = None,
+    ):
+        """Evaluate one profile at several seeds in parallel: means and standard errors.
+
+        Same numbers as :meth:`EVCSRewardEvaluator.evaluate_seeds`.
+
+        Args:
+            prices: ``{station: (n_periods,) prices}``.
+            seeds: distinct non-negative seeds, or a count ``n`` for ``0..n-1``.
+            timeout: as for :meth:`evaluate_batch`.
+
+        Returns:
+            :class:`evcs_gym.averaging.SeedAverage`.
+        """
+        from evcs_gym.averaging import SeedAverage, check_seeds
+
+        seed_list = check_seeds(seeds)
+        results = self.evaluate_batch([prices] * len(seed_list), seeds=seed_list, timeout=timeout)
+        return SeedAverage(results)
+
     def map_unordered(
         self,
         prices_list: Iterable[Mapping[str, Any]],
