@@ -5,6 +5,7 @@ Commands:
     train      train MADDPG / IDDPG / MFDDPG through the vector env, verify, write a run folder
     exploit    verify a price profile: each station's best unilateral deviation
     solve      run the reference solver (best-response dynamics) to a verified equilibrium
+    convergence  revenues against UE start and tolerance, with seed spread
     scenarios  list the bundled scenarios
 
 Example:
@@ -120,7 +121,15 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
     prices = _load_prices(args, nd)
     t0 = time.perf_counter()
     with _evaluator(nd, args.workers) as backend:
-        res = exploitability(backend, prices, seed=args.seed, budget=args.budget, grid=args.grid)
+        res = exploitability(
+            backend,
+            prices,
+            seed=args.seed,
+            seeds=args.seeds,
+            search_seeds=args.search_seeds,
+            budget=args.budget,
+            grid=args.grid,
+        )
     if args.json:
         print(json.dumps(res.to_dict(), indent=2))
     else:
@@ -144,6 +153,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             max_rounds=args.rounds,
             budget=args.budget,
             seed=args.seed,
+            seeds=args.seeds,
+            search_seeds=args.search_seeds,
             verbose=not args.json,
         )
         res = solver.solve()
@@ -251,6 +262,48 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_convergence(args: argparse.Namespace) -> int:
+    import evcs_gym
+    from evcs_gym.convergence import convergence_study, study_profiles
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    base = _load_prices(args, nd) if args.prices else None
+    profiles = study_profiles(
+        nd,
+        base,
+        deviations=args.deviations,
+        training_like=args.training,
+        random=args.random,
+        seed=args.profile_seed,
+    )
+    print(f"{nd.summary()}\nprofiles: {', '.join(profiles)}; seeds {args.seeds}", flush=True)
+    t0 = time.perf_counter()
+    study = convergence_study(
+        args.scenario,
+        profiles,
+        seeds=args.seeds,
+        conditions=args.conditions,
+        workers=args.workers,
+        progress=True,
+    )
+    print(study.table())
+    print(f"({time.perf_counter() - t0:.0f} s)")
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(study.to_dict(), indent=2))
+        print(f"written to {args.out}")
+    return 0 if study.all_agree or not args.check else 1
+
+
+def _add_seed_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--seed", type=int, default=0, help="search seed")
+    p.add_argument(
+        "--seeds", type=int, default=None, help="verify gains on seeds seed..seed+N-1 (SEs)"
+    )
+    p.add_argument("--search-seeds", type=int, default=1, help="seeds the searches average over")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="evcs-gym", description="EV charging-station pricing games on UXsim."
@@ -295,7 +348,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=64, help="evaluations per station")
     p.add_argument("--grid", type=int, default=7, help="uniform price levels tried first")
     p.add_argument("--workers", type=int, default=1, help="evaluator processes")
-    p.add_argument("--seed", type=int, default=0)
+    _add_seed_arguments(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_exploit)
 
@@ -310,10 +363,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--budget", type=int, default=None, help="total evaluations at most")
     p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    _add_seed_arguments(p)
     p.add_argument("--out", help="write prices and certificate to this JSON file")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_solve)
+
+    p = sub.add_parser(
+        "convergence",
+        help="revenues against UE start and stop-rule tolerance, with seed spread",
+    )
+    p.add_argument("--scenario", default="siouxfalls")
+    p.add_argument("--prices", help="JSON file of the base profile (e.g. `solve --out`)")
+    p.add_argument("--price", type=float, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--seeds", type=int, default=6, help="seeds 0..N-1 in every condition")
+    p.add_argument("--deviations", type=int, default=2, help="single-period spikes")
+    p.add_argument("--training", type=int, default=1, help="training-like noisy profiles")
+    p.add_argument("--random", type=int, default=1, help="uniform-random profiles")
+    p.add_argument("--profile-seed", type=int, default=0)
+    p.add_argument(
+        "--conditions",
+        nargs="+",
+        default=["default", "free_flow", "halved"],
+        help="default, free_flow, halved",
+    )
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--out", help="write the study as JSON")
+    p.add_argument("--check", action="store_true", help="exit 1 unless every station agrees")
+    p.set_defaults(func=_cmd_convergence)
 
     p = sub.add_parser("scenarios", help="list the bundled scenarios")
     p.set_defaults(func=_cmd_scenarios)
