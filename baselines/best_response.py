@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +77,12 @@ class BestResponseDynamics:
         max_rounds: Jacobi rounds at most.
         budget: total evaluations at most (checked between rounds).
         seed: evaluation seed (common random numbers) and search seed.
+        seeds: seeds of each round's certificate (``exploitability``'s ``seeds``: an
+            int ``n`` for ``seed .. seed + n - 1``); ``None``: ``seed`` alone.
+        search_seeds: how many of ``seeds`` the best-response searches average over
+            (each candidate then costs that many simulations). The game is noisy — on
+            ``tiny`` a station's revenue moves ±15 % from seed to seed — and single-seed
+            best responses chase that noise.
 
     Example:
         >>> import evcs_gym
@@ -98,6 +105,8 @@ class BestResponseDynamics:
         max_rounds: int = 20,
         budget: int | None = None,
         seed: int = 0,
+        seeds: int | Sequence[int] | None = None,
+        search_seeds: int = 1,
         verbose: bool = False,
     ) -> None:
         if not 0 < damping <= 1:
@@ -116,6 +125,8 @@ class BestResponseDynamics:
         self.max_rounds = max_rounds
         self.budget = budget
         self.seed = seed
+        self.seeds = seeds
+        self.search_seeds = search_seeds
         self.verbose = verbose
 
     def solve(self, initial_prices: dict[str, Any] | None = None) -> SolverResult:
@@ -141,6 +152,8 @@ class BestResponseDynamics:
                 self.evaluator,
                 profile,
                 seed=self.seed,
+                seeds=self.seeds,
+                search_seeds=self.search_seeds,
                 budget=self.budget_per_station,
                 grid=self.grid,
                 starts=last_best,

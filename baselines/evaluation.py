@@ -76,7 +76,33 @@ class BatchEvaluator:
                 self._cache[key] = res
         return [self._cache[k] for k in keys]
 
-    def rewards(self, profiles: Sequence[np.ndarray], seed: int) -> np.ndarray:
-        """``(len(profiles), n_agents)`` rewards."""
-        results = self.evaluate(profiles, seed)
-        return np.array([[r.rewards[a] for a in self.agents] for r in results])
+    def rewards(self, profiles: Sequence[np.ndarray], seed: int | Sequence[int]) -> np.ndarray:
+        """``(len(profiles), n_agents)`` rewards; with several seeds, their mean.
+
+        Several seeds are sent as one batch (so a pool runs them in parallel), each
+        profile at every seed: common random numbers per seed.
+        """
+        if isinstance(seed, (int, np.integer)):
+            results = self.evaluate(profiles, int(seed))
+            return np.array([[r.rewards[a] for a in self.agents] for r in results])
+        seeds = [int(s) for s in seed]
+        if len(seeds) == 1:
+            return self.rewards(profiles, seeds[0])
+        self._prefetch(profiles, seeds)
+        return np.mean([self.rewards(profiles, s) for s in seeds], axis=0)
+
+    def _prefetch(self, profiles: Sequence[np.ndarray], seeds: Sequence[int]) -> None:
+        """Evaluate every (profile, seed) pair not cached yet, in one batch."""
+        todo: dict[tuple[bytes, int], tuple[np.ndarray, int]] = {}
+        for p in profiles:
+            raw = np.ascontiguousarray(p, dtype=float).tobytes()
+            for s in seeds:
+                if (raw, s) not in self._cache:
+                    todo.setdefault((raw, s), (p, s))
+        if not todo or not hasattr(self.backend, "evaluate_batch"):
+            return
+        batch = [self.as_mapping(p) for p, _ in todo.values()]
+        results = self.backend.evaluate_batch(batch, seeds=[s for _, s in todo.values()])
+        self.evaluations += len(batch)
+        for key, res in zip(todo, results):
+            self._cache[key] = res
