@@ -1,17 +1,21 @@
 """Benchmark: seconds per evaluation, UE iterations and the cost ratio to a raw simulation.
 
-For each scenario (default: siouxfalls and tiny) it times, in one run:
+For each scenario (default: every bundled one) it times, in one run:
 
 * raw simulation: one World build + ``exec_simulation`` with every platoon on its
   free-flow route and no vehicle logging (median of 3);
-* evaluations at a uniform price 1.25 (median of ``--repeats``, default 3);
-* evaluations of 4 random uneven price vectors, uniform in [0.8, 1.6] per station
-  and period (seeded);
+* ``--n`` evaluations at *training-like* prices: the middle of the bounds plus Gaussian
+  noise of 5 % of the price range per station and period (what a learner's exploration
+  around a profile looks like);
+* ``--n`` evaluations at *uniform-random* prices over the whole bounds, per station and
+  period;
 
-and prints seconds, UE iterations, convergence, the ratio eval / raw simulation and
-the share of time spent outside ``exec_simulation``.
+each at its own seed, and prints per evaluation: seconds, UE iterations, convergence, the
+charging platoons' final gap statistics (mean, share above 5 %) next to the stop rule's
+tolerances, and the ratio eval seconds / raw-simulation seconds. Every figure is taken
+at the default stop rule.
 
-Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--repeats 3]``
+Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]``
 """
 
 from __future__ import annotations
@@ -41,69 +45,84 @@ def raw_simulation_seconds(nd: evcs_gym.NetworkData, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
-def exec_seconds(result: evcs_gym.EvalResult) -> float:
-    return result.timings.get("simulate", 0.0)
+def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, list[dict]]:
+    """``{"training-like": [...], "uniform-random": [...]}``, ``n`` profiles each."""
+    rng = np.random.default_rng(seed)
+    bounds = nd.price_bounds
+    training = [
+        {
+            a: np.clip((lo + hi) / 2 + rng.normal(0, 0.05 * (hi - lo), nd.n_periods), lo, hi)
+            for a, (lo, hi) in bounds.items()
+        }
+        for _ in range(n)
+    ]
+    random = [
+        {a: rng.uniform(lo, hi, nd.n_periods) for a, (lo, hi) in bounds.items()}
+        for _ in range(n)
+    ]
+    return {"training-like": training, "uniform-random": random}
 
 
-def bench(name: str, repeats: int, n_random: int) -> dict:
+def bench(name: str, n: int) -> dict:
     t0 = time.perf_counter()
     nd = evcs_gym.load_scenario(name)
     load_s = time.perf_counter() - t0
     ev = evcs_gym.EVCSRewardEvaluator(nd)
     raw = raw_simulation_seconds(nd)
+    tol = nd.settings.stop_tolerances
+    ws = nd.warm_start_info
     print(f"\n== {nd.summary()}")
     print(
         f"load {load_s:.2f} s (route sets {nd.route_seconds:.2f} s, warm start "
-        f"{nd.timings.get('warm_start', 0.0):.2f} s, "
-        f"{nd.warm_start_info.get('iterations', 0)} UE iterations)"
+        f"{nd.timings.get('warm_start', 0.0):.2f} s, {ws.get('iterations', 0)} UE iterations, "
+        f"converged {ws.get('converged')})"
     )
     print(f"raw simulation (build + exec_simulation, free-flow routes): {raw:.3f} s")
-    header = (
-        f"{'case':<22}{'seconds':>9}{'iters':>7}{'conv':>6}{'gap':>8}{'done':>7}"
-        f"{'ratio':>8}{'outside sim':>13}"
-    )
-    print(header)
-    print("-" * len(header))
-
-    def row(label: str, res: evcs_gym.EvalResult, secs: float) -> None:
-        outside = 1.0 - res.timings["simulate"] / res.timings["total"]
-        print(
-            f"{label:<22}{secs:>9.2f}{res.ue_iterations:>7}{str(res.converged):>6}"
-            f"{res.ue_stats['relative_gap']:>8.4f}{res.ue_stats['completed_ratio']:>7.3f}"
-            f"{secs / raw:>8.1f}{outside:>12.0%}"
-        )
-
-    uniform = {a: np.full(nd.n_periods, 1.25) for a in nd.agent_names}
-    uni_times = []
-    for r in range(repeats):
-        res = ev.evaluate(uniform, seed=0)
-        uni_times.append(res.timings["total"])
-        row(f"uniform 1.25 #{r}", res, res.timings["total"])
-    rng = np.random.default_rng(2024)
-    rnd_times, rnd_iters, rnd_conv = [], [], []
-    for i in range(n_random):
-        prices = {a: rng.uniform(0.8, 1.6, nd.n_periods) for a in nd.agent_names}
-        res = ev.evaluate(prices, seed=0)
-        rnd_times.append(res.timings["total"])
-        rnd_iters.append(res.ue_iterations)
-        rnd_conv.append(res.converged)
-        row(f"random [0.8,1.6] #{i}", res, res.timings["total"])
-    med_u, med_r = statistics.median(uni_times), statistics.median(rnd_times)
     print(
-        f"median uniform: {med_u:.2f} s, ratio {med_u / raw:.1f} | median random: {med_r:.2f} s, "
-        f"ratio {med_r / raw:.1f}, iterations {rnd_iters}, all converged: {all(rnd_conv)}"
+        f"stop rule: mean gap <= {tol['mean_gap']:.2%}, charging mean gap <= "
+        f"{tol['charging_mean_gap']:.2%}, charging share above {tol['charging_tail_gap']:.0%} "
+        f"<= {tol['charging_tail_share']:.0%}, completed >= {tol['min_completed_ratio']:.0%}, "
+        f"{nd.settings.ue_convergence_stable_rounds} rounds; cap "
+        f"{nd.settings.ue_max_iterations} iterations"
     )
-    return {"uniform": med_u, "random": med_r, "raw": raw}
+    header = (
+        f"{'case':<20}{'seconds':>9}{'iters':>7}{'conv':>6}{'ch gap':>8}{'ch >5%':>8}"
+        f"{'gap':>8}{'ratio':>8}"
+    )
+    summary = {}
+    for label, profiles in price_sets(nd, n).items():
+        print(header)
+        print("-" * len(header))
+        secs, iters, conv = [], [], []
+        for i, prices in enumerate(profiles):
+            res = ev.evaluate(prices, seed=i)
+            st = res.ue_stats
+            s = res.timings["total"]
+            secs.append(s)
+            iters.append(res.ue_iterations)
+            conv.append(res.converged)
+            print(
+                f"{f'{label} #{i}':<20}{s:>9.2f}{res.ue_iterations:>7}{str(res.converged):>6}"
+                f"{st['charging_relative_gap']:>8.2%}{st['charging_tail_share']:>8.1%}"
+                f"{st['relative_gap']:>8.2%}{s / raw:>8.1f}"
+            )
+        med = statistics.median(secs)
+        print(
+            f"{label}: median {med:.2f} s = {med / raw:.1f} raw simulations, iterations "
+            f"median {statistics.median(iters):g} (min {min(iters)}, max {max(iters)}), "
+            f"converged {sum(conv)}/{len(conv)}\n"
+        )
+        summary[label] = {"median_s": med, "ratio": med / raw, "iterations": iters, "conv": conv}
+    return summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenarios", nargs="+", default=["siouxfalls", "tiny"])
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--random", type=int, default=4)
+    parser.add_argument("--scenarios", nargs="+", default=evcs_gym.available_scenarios())
+    parser.add_argument("--n", type=int, default=6, help="profiles per price set")
     args = parser.parse_args()
     for name in args.scenarios:
-        bench(name, args.repeats, args.random)
+        bench(name, args.n)
 
 
 if __name__ == "__main__":

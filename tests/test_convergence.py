@@ -1,0 +1,147 @@
+"""Convergence study (evcs_gym.convergence): revenues independent of UE start and tolerance.
+
+The properties of DESIGN.md evaluation semantics 5, as tests: for a profile near the
+reference, single-period deviations, training-like noise and uniform-random prices,
+each station's mean revenue over 6 seeds under the default UE agrees with (a) the
+free-flow start and (b) every stop-rule tolerance halved, within max(3 standard errors,
+``rel_tol`` of the station's revenue): 2 % on Sioux Falls. On ``tiny`` the rule is 5 %:
+its station B earns 2,000-4,000 from 20-40 platoons, so one platoon is 3-5 % of its
+revenue, and the UE's own noise floor (a mean charging gap of ~0.15 %) leaves the A/B
+split uncertain by one to five platoons whatever the tolerance (measured: README,
+"Convergence study").
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import evcs_gym
+from evcs_gym.cli import main as cli
+from evcs_gym.convergence import ConvergenceStudy, convergence_study, study_profiles
+
+
+def _disagreements(study: ConvergenceStudy) -> list[str]:
+    out = []
+    for c in study.conditions[1:]:
+        for p in study.profiles:
+            for a, row in study.comparison(c, p).items():
+                if not row["agrees"]:
+                    out.append(f"{c}/{p}/{a}: {row['difference']:+.0f} > {row['tolerance']:.0f}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def tiny_study() -> ConvergenceStudy:
+    nd = evcs_gym.load_scenario("tiny")
+    profiles = study_profiles(nd, deviations=2, training_like=1, random=1)
+    return convergence_study("tiny", profiles, seeds=6, workers=2, rel_tol=0.05)
+
+
+KNOWN_DISAGREEMENTS = {"halved/deviation_B_p2/B"}
+"""Measured and open: with B's period 2 at the bound, B's revenue under halved
+tolerances is 604 ± 135 (18 %) below the default's (3,354): the UE wanders within
+its noise floor over ~5 of B's 30 platoons (README, "Convergence study")."""
+
+
+def test_tiny_revenues_do_not_depend_on_start(tiny_study):
+    bad = [d for d in _disagreements(tiny_study) if d.startswith("free_flow/")]
+    assert not bad, bad
+
+
+def test_tiny_revenues_do_not_depend_on_tolerance_but_for_the_known_case(tiny_study):
+    bad = {d.split(":")[0] for d in _disagreements(tiny_study) if d.startswith("halved/")}
+    assert bad - KNOWN_DISAGREEMENTS == set(), bad
+
+
+@pytest.mark.xfail(strict=True, reason="open: tiny deviation_B_p2 moves with the tolerance")
+def test_tiny_known_disagreement_is_still_there(tiny_study):
+    assert tiny_study.comparison("halved", "deviation_B_p2")["B"]["agrees"]
+
+
+def test_study_reports_every_profile_and_condition(tiny_study):
+    assert tiny_study.conditions == ["default", "free_flow", "halved"]
+    assert tiny_study.profiles == [
+        "base",
+        "deviation_A_p2",
+        "deviation_B_p2",
+        "training_0",
+        "random_0",
+    ]
+    table = tiny_study.table()
+    assert "all agree:" in table and "[deviation_A_p2]" in table
+    data = json.loads(json.dumps(tiny_study.to_dict()))
+    row = data["profiles"]["base"]["conditions"]["halved"]["comparison"]["A"]
+    assert set(row) >= {"difference", "difference_se", "tolerance", "agrees"}
+    assert data["seeds"] == list(range(6))
+
+
+def test_agreement_rule_by_hand(tiny_study):
+    row = tiny_study.comparison("free_flow", "base")["A"]
+    assert row["tolerance"] == pytest.approx(
+        max(3 * row["difference_se"], 0.05 * abs(row["default"]))
+    )
+    assert row["agrees"] == (abs(row["difference"]) <= row["tolerance"])
+
+
+def test_study_profiles_are_deterministic_and_inside_bounds(tiny):
+    a = study_profiles(tiny, random=2, seed=3)
+    b = study_profiles(tiny, random=2, seed=3)
+    assert a.keys() == b.keys()
+    for name in a:
+        for st, (lo, hi) in tiny.price_bounds.items():
+            assert np.array_equal(a[name][st], b[name][st])
+            assert (lo <= a[name][st]).all() and (a[name][st] <= hi).all()
+    dev = a["deviation_A_p2"]["A"]
+    assert dev[2] == tiny.price_bounds["A"][1] and (np.delete(dev, 2) == 1.25).all()
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="unknown"):
+        convergence_study("tiny", {"x": {"A": [1.0] * 4, "B": [1.0] * 4}}, conditions=["hot"])
+    with pytest.raises(ValueError, match="`profiles` must not be empty"):
+        convergence_study("tiny", {})
+    with pytest.raises(ValueError, match="`seeds`"):
+        convergence_study("tiny", {"x": {"A": [1.0] * 4, "B": [1.0] * 4}}, seeds=0)
+
+
+def test_cli_convergence_prints_the_table(tmp_path, capsys):
+    out = tmp_path / "study.json"
+    code = cli(
+        [
+            "convergence",
+            "--scenario",
+            "tiny",
+            "--seeds",
+            "2",
+            "--deviations",
+            "0",
+            "--training",
+            "0",
+            "--random",
+            "0",
+            "--conditions",
+            "default",
+            "halved",
+            "--workers",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
+    text = capsys.readouterr().out
+    assert code == 0 and "[base]" in text and "halved" in text
+    assert json.loads(out.read_text())["scenario"] == "tiny"
+
+
+@pytest.mark.slow
+@pytest.mark.siouxfalls
+def test_siouxfalls_revenues_do_not_depend_on_start_or_tolerance():
+    """The issue's acceptance study on Sioux Falls (about 15 minutes on 2 cores)."""
+    nd = evcs_gym.load_scenario("siouxfalls")
+    base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
+    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
+    study = convergence_study("siouxfalls", profiles, seeds=6, workers=2)
+    assert study.all_agree, _disagreements(study)
