@@ -47,7 +47,9 @@ def run_learner(name, nd, pool, args) -> dict:
     venv.close()
     prices = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
     train_s = time.perf_counter() - t0
-    cert = exploitability(pool, prices, seed=args.seed, budget=args.verify_budget)
+    cert = exploitability(
+        pool, prices, seed=args.seed, seeds=args.verify_seeds, budget=args.verify_budget
+    )
     return {
         "name": name,
         "prices": prices,
@@ -65,6 +67,7 @@ def run_solver(nd, pool, args) -> dict:
         budget=args.budget,
         seed=args.seed,
         budget_per_station=args.verify_budget,
+        seeds=args.verify_seeds,
         max_rounds=1000,
     )
     res = solver.solve()
@@ -82,6 +85,9 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="+", default=["tiny"])
     parser.add_argument("--budget", type=int, default=600)
     parser.add_argument("--verify-budget", type=int, default=32)
+    parser.add_argument(
+        "--verify-seeds", type=int, default=4, help="seeds of the verified gains (SEs)"
+    )
     parser.add_argument("--num-envs", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--workers", type=int, default=2)
@@ -112,7 +118,7 @@ def main() -> None:
                 else:
                     rows.append(run_learner(method, nd, pool, args))
         head = (
-            f"{'method':<15}{'revenue':>10}{'NashConv':>10}{'max gain':>10}"
+            f"{'method':<15}{'revenue':>10}{'NashConv ± SE':>17}{'max gain':>10}"
             f"{'evals':>7}{'s':>7}  prices"
         )
         print(head)
@@ -123,13 +129,19 @@ def main() -> None:
                 f"{a}: " + " ".join(f"{v:.2f}" for v in p) for a, p in r["prices"].items()
             )
             print(
-                f"{r['name']:<15}{c.total_reward:>10.0f}{c.relative_nash_conv:>10.2%}"
+                f"{r['name']:<15}{c.total_reward:>10.0f}"
+                f"{f'{c.relative_nash_conv:.2%} ± {c.relative_nash_conv_se:.2%}':>17}"
                 f"{c.max_relative_gain:>10.2%}{r['evaluations']:>7}{r['seconds']:>7.0f}  {prices}"
             )
-        print("\nper-station relative gains (best verified deviation gain / own revenue):")
+        print(
+            "\nper-station relative gains (best verified deviation gain / own revenue, mean ± SE"
+            f" over {args.verify_seeds} seeds, * significant):"
+        )
         for r in rows:
             gains = ", ".join(
-                f"{a}: {d.relative_gain:.2%}" for a, d in r["cert"].deviations.items()
+                f"{a}: {d.relative_gain:.2%} ± {d.relative_gain_se:.2%}"
+                + ("*" if d.significant else "")
+                for a, d in r["cert"].deviations.items()
             )
             print(f"  {r['name']:<15}{gains}")
 

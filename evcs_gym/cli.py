@@ -209,7 +209,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
         def verifier(prices):
             certificates.append(
-                exploitability(venv.pool, prices, seed=args.seed, budget=args.verify_budget)
+                exploitability(
+                    venv.pool,
+                    prices,
+                    seed=args.seed,
+                    seeds=args.verify_seeds,
+                    budget=args.verify_budget,
+                )
             )
             return certificates[-1].to_dict()
 
@@ -334,6 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=16,
         help="simulator evaluations per station for the final verification (0: skip)",
+    )
+    p.add_argument(
+        "--verify-seeds",
+        type=int,
+        default=4,
+        help="seeds the verified gains are averaged over (standard errors)",
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help="run folder (default runs/<scenario>-<algo>-seed<seed>)")
