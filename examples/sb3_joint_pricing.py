@@ -12,7 +12,9 @@ Run::
     python examples/sb3_joint_pricing.py --scenario siouxfalls --total-timesteps 2000 --algo sac
 
 Prints the learned prices per station and period and the total revenue, next to the
-revenue of every station at the middle and at the top of its price bounds. Measured on
+revenue of every station at the middle and at the top of its price bounds.
+Earlier figures, from the evaluator before the payoff-fidelity change (origin-queue
+costs, the charging stop rule) and not yet re-measured: measured on
 ``tiny`` with the defaults (SAC, 2,000 evaluations, under 2 minutes): 26,402, 97.8 % of
 the all-at-the-cap revenue (27,000; drivers here cannot avoid charging, so the collusive
 optimum is the cap); with SB3's default entropy start it reached 23,423 (86.8 %).
