@@ -57,8 +57,7 @@ def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, 
         for _ in range(n)
     ]
     random = [
-        {a: rng.uniform(lo, hi, nd.n_periods) for a, (lo, hi) in bounds.items()}
-        for _ in range(n)
+        {a: rng.uniform(lo, hi, nd.n_periods) for a, (lo, hi) in bounds.items()} for _ in range(n)
     ]
     return {"training-like": training, "uniform-random": random}
 

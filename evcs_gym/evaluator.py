@@ -147,8 +147,15 @@ def gap_summary(gap: np.ndarray) -> dict[str, float]:
     """
     if len(gap) == 0:
         nan = float("nan")
-        return {"count": 0, "mean": nan, "p95": nan, "max": nan, "share_above_1pct": nan,
-                "share_above_5pct": nan, "share_above_10pct": nan}
+        return {
+            "count": 0,
+            "mean": nan,
+            "p95": nan,
+            "max": nan,
+            "share_above_1pct": nan,
+            "share_above_5pct": nan,
+            "share_above_10pct": nan,
+        }
     return {
         "count": int(len(gap)),
         "mean": float(gap.mean()),
@@ -442,9 +449,7 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
     else:
         ref = {a: np.full(network.n_periods, s.warm_start_price) for a in network.agent_names}
     # solved tighter than the stop rule of evaluations (``warm_start_gap_ratio``)
-    tight = dataclasses.replace(
-        s, ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale
-    )
+    tight = dataclasses.replace(s, ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale)
     free_flow = dataclasses.replace(
         network, settings=tight, reference_traveltime=None, reference_network_entry=None
     )
