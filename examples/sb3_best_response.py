@@ -17,8 +17,8 @@ Earlier figures, from the evaluator before the payoff-fidelity change (origin-qu
 costs, the charging stop rule) and not yet re-measured: measured on ``tiny``
 (station A against B at 1.25, 1,000 evaluations, under a minute): seed 0 learns
 ``1.24 1.09 0.91 1.86`` and prints +3.6 % over matching; averaged over evaluation
-seeds 0-4, training seeds 0, 1 and 2 earn 3.9-4.7 % more than matching. The simulator-verified best response that
-``evcs_gym.baselines.exploitability`` finds with 200 evaluations earns 9-11 % more.
+seeds 0-4, training seeds 0, 1 and 2 earn 3.9-4.7 % more than matching. The simulator-verified best
+response that ``evcs_gym.baselines.exploitability`` finds with 200 evaluations earns 9-11 % more.
 """
 
 from __future__ import annotations
