@@ -8,25 +8,30 @@ generators seeded by ``seed``.
 
 The UE loop (DESIGN.md, evaluation semantics 5):
 
+0. start from the scenario's initial assignment (the reference equilibrium), made
+   price-aware: every charging platoon whose route there is dearer than its best
+   alternative at *these* prices (costed on the reference's link times) by more than
+   the charging gap tolerance moves to that alternative;
 1. simulate the current assignment (one platoon per enforced route);
-2. for every platoon compute the cost of every route in its set at its departure
-   time — value of time × travel time + for charging routes the price of the period
-   in which it enters the charging link × energy — by walking the route through this
-   simulation's time-dependent link travel times (UXsim's ``traveltime_actual``, the
-   realised traversal times; :mod:`evcs_gym.costs`). The platoon's experienced cost
-   is that of its own route, measured the same way, so chosen and alternative routes
-   are compared on one footing (the simulated arrival differs from the link sum by
-   about one 5-s step, reported as ``ue_stats["travel_time_model_error"]``);
-3. relative gap of a platoon = (cost − best) / cost; stop when the mean gap over
-   completed platoons ≤ ``ue_convergence_threshold`` and the completed share ≥
-   ``ue_min_completed_ratio`` for ``ue_convergence_stable_rounds`` iterations in a
-   row, or at ``ue_max_iterations`` (``converged=False``);
+2. for every platoon compute the cost of every route in its set — value of time ×
+   travel time + for charging routes the price of the period in which it enters the
+   charging link × energy — by walking the route through this simulation's
+   time-dependent link travel times (:mod:`evcs_gym.costs`) *from the moment the
+   platoon left its origin node's queue* (UXsim holds departing vehicles there; the
+   wait counts in the travel time). The platoon's experienced cost is that of its own
+   route, measured the same way, so chosen and alternative routes are compared on one
+   footing (the simulated arrival differs from the walk by a few seconds, reported as
+   ``ue_stats["travel_time_model_error"]``);
+3. relative gap of a platoon = (cost − best) / cost; stop when, for
+   ``ue_convergence_stable_rounds`` iterations in a row, :class:`GapStats` meets
+   ``settings.stop_tolerances``: the mean gap over completed platoons, the mean gap
+   over completed *charging* platoons, the share of charging platoons above the tail
+   gap and the completed share; else at ``ue_max_iterations`` (``converged=False``);
 4. otherwise switch platoons to their cheapest route (the switching rule below) and
    repeat.
 
 The switching rule is pluggable (:mod:`evcs_gym.switching`); the default decides on
-exponentially smoothed route costs, which settles uneven price profiles in a few
-iterations where a plain gap rule flip-flops.
+exponentially smoothed route costs and ranks charging platoons apart.
 """
 
 from __future__ import annotations
