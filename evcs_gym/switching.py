@@ -115,12 +115,18 @@ class SmoothedSwitching(_Rule):
     def reset(self) -> None:
         self._smooth = None
 
-    def _smoothed(self, cost: np.ndarray) -> np.ndarray:
-        """Fold the latest costs into the smoothed ones and return them."""
+    def _smoothed(self, cost: np.ndarray, memory: float | np.ndarray | None = None) -> np.ndarray:
+        """Fold the latest costs into the smoothed ones and return them.
+
+        ``memory``: a scalar or an (n_platoons, 1) column (per-platoon memory);
+        default ``settings.ue_switch_memory``.
+        """
+        if memory is None:
+            memory = self.settings.ue_switch_memory
         if self._smooth is None:
             self._smooth = cost.copy()
         else:
-            self._smooth = _blend(cost, self._smooth, self.settings.ue_switch_memory)
+            self._smooth = _blend(cost, self._smooth, memory)
         return self._smooth
 
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
@@ -132,24 +138,12 @@ class SmoothedSwitching(_Rule):
 class TargetedSwitching(SmoothedSwitching):
     """The default: smoothed costs, the worst platoons first, a budget of movers per iteration."""
 
-    def __init__(self, settings: ScenarioSettings) -> None:
-        super().__init__(settings)
-        self._smooth_ch: np.ndarray | None = None
-
-    def reset(self) -> None:
-        super().reset()
-        self._smooth_ch = None
-
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
         n = len(inp.slot)
-        smooth = self._smoothed(inp.cost)
         charging = inp.charging if inp.charging is not None else np.zeros(n, dtype=bool)
-        if self._smooth_ch is None:
-            self._smooth_ch = inp.cost.copy()
-        else:
-            self._smooth_ch = _blend(inp.cost, self._smooth_ch, s.ue_switch_charging_memory)
-        decision = np.where(charging[:, None], self._smooth_ch, smooth)
+        memory = np.where(charging, s.ue_switch_charging_memory, s.ue_switch_memory)[:, None]
+        decision = self._smoothed(inp.cost, memory)  # one blend, each class its own memory
         done = inp.completed
         best_slot = np.argmin(decision, axis=1)
         gap = relative_gap(decision, inp.slot, best_slot)
