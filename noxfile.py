@@ -1,0 +1,211 @@
+"""Isolated environments for the MARL-library integrations and the oldest supported stack.
+
+RLlib, TorchRL, BenchMARL and AgileRL pin different gymnasium / pettingzoo / tensordict /
+torchrl releases, so none of them can share the core environment. Each gets a session of
+its own here, built by uv (fast) with the CPU build of PyTorch 2.13.0 from this machine's
+disk (``/opt/wheels``; uv does not read pip's configuration, so it is passed explicitly).
+
+    nox                      # every session below
+    nox -s rllib             # one of them
+    nox -s oldest            # the core suite at the oldest supported gymnasium/pettingzoo
+
+Each library session installs evcs-gym with the pinned set that library resolves with,
+runs its integration tests (``tests/integrations/test_<name>.py``: the adapter, the
+library's own checks, a few training iterations on ``tiny``) and the library's example
+at a smoke-test budget.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import nox
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["oldest", "rllib", "torchrl", "benchmarl", "agilerl"]
+nox.options.reuse_existing_virtualenvs = False
+
+PYTHON = "3.11"
+TORCH = "torch==2.13.0"
+LOCAL_WHEELS = "/opt/wheels"
+SMOKE_ENV = {"EVCS_GYM_SMOKE": "1", "OMP_NUM_THREADS": "1"}
+
+
+def install_cpu_torch(session: nox.Session) -> None:
+    """Install ``torch==2.13.0``, the CPU build, before anything can ask for torch.
+
+    A plain ``torch`` requirement resolved from PyPI pulls a multi-GB CUDA build; with the
+    CPU build installed first every ``torch>=...`` range is already met.
+    """
+    wheels = sorted(glob.glob(os.path.join(LOCAL_WHEELS, "torch-2.13.0*.whl")))
+    if wheels:
+        session.install(wheels[-1])
+    else:  # a machine without the local wheel: PyTorch's CPU index
+        session.install(TORCH, "--index-url", "https://download.pytorch.org/whl/cpu")
+
+
+def install_with(session: nox.Session, *requirements: str, extras: str = "dev") -> None:
+    """CPU torch, then evcs-gym (editable, with ``extras``) next to ``requirements``.
+
+    torch is pinned as a constraint so that no resolution can replace the CPU build.
+    """
+    install_cpu_torch(session)
+    constraints = session.create_tmp()
+    path = os.path.join(constraints, "constraints.txt")
+    with open(path, "w") as f:
+        f.write(f"{TORCH}\n")
+    session.install("-c", path, "-e", f".[{extras}]", *requirements)
+
+
+@nox.session(python=PYTHON)
+def oldest(session: nox.Session) -> None:
+    """The core suite at the oldest gymnasium and pettingzoo that pyproject.toml admits."""
+    install_with(session, "gymnasium==1.2.2", "pettingzoo==1.26.0", extras="torch,sb3,opt,dev")
+    session.run(
+        "python",
+        "-c",
+        "import gymnasium, pettingzoo; "
+        "print('gymnasium', gymnasium.__version__, 'pettingzoo', pettingzoo.__version__)",
+    )
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "-m",
+        "not slow and not siouxfalls and not ray",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env=SMOKE_ENV,
+    )
+
+
+@nox.session(python=PYTHON)
+def rllib(session: nox.Session) -> None:
+    """RLlib (new API stack): env creator and RLlib's env check, multi-agent PPO / SAC on
+    ``tiny`` (two iterations each), learned prices, ``examples/rllib_pricing.py`` (smoke)."""
+    # the set ray[rllib] 2.60.0 resolves with (it pins gymnasium; pettingzoo is ours)
+    install_with(session, "ray[rllib]==2.60.0", "gymnasium==1.2.2", "pettingzoo==1.27.0")
+    session.run(
+        "python",
+        "-c",
+        "import ray.rllib, gymnasium, pettingzoo; print('ray', "
+        "ray.__version__, 'gymnasium', gymnasium.__version__, 'pettingzoo', "
+        "pettingzoo.__version__)",
+    )  # fails loudly: the tests would only skip
+    # Ray keeps its session files under TMPDIR, which nox points into the virtualenv, and
+    # Ray's workers refuse a temp dir inside VIRTUAL_ENV: they die and ray.init() hangs
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/integrations/test_rllib.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={**SMOKE_ENV, "RAY_TMPDIR": "/tmp"},
+    )
+
+
+@nox.session(python=PYTHON)
+def agilerl(session: nox.Session) -> None:
+    """AgileRL: vector envs of the repeated game, final-round infos, MADDPG / MATD3 on
+    ``tiny`` (a few updates each), learned prices, ``examples/agilerl_pricing.py`` (smoke)."""
+    # the set agilerl 2.58.0 resolves with; its import also needs peft (imported at module
+    # level by agilerl.distributed but declared only in its "llm" extras, pinned there to
+    # peft 0.21.0 and transformers 5.14.1)
+    install_with(
+        session,
+        "agilerl==2.58.0",
+        "pettingzoo==1.26.1",
+        "tensordict==0.13.0",
+        "gymnasium==1.4.0",
+        "peft==0.21.0",
+        "transformers==5.14.1",
+    )
+    session.run(
+        "python",
+        "-c",
+        "import agilerl.algorithms, pettingzoo, tensordict; "
+        "from importlib.metadata import version; print('agilerl', version('agilerl'), "
+        "'pettingzoo', pettingzoo.__version__, 'tensordict', tensordict.__version__)",
+    )
+    # (that import fails loudly; the tests would only skip)
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/integrations/test_agilerl.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env=SMOKE_ENV,
+    )
+
+
+@nox.session(python=PYTHON)
+def torchrl(session: nox.Session) -> None:
+    """TorchRL: ``PettingZooWrapper`` specs (one group, state, numeric infos), per-copy seeds,
+    ``ParallelEnv`` workers, DDPG updates, ``examples/torchrl_pricing.py`` (smoke)."""
+    # the set torchrl 0.14.1 resolves with (it needs tensordict 0.14; gymnasium and
+    # pettingzoo are ours, at the releases the resolver picks today)
+    install_with(
+        session, "torchrl==0.14.1", "tensordict==0.14.3", "gymnasium==1.4.0", "pettingzoo==1.27.0"
+    )
+    session.run(
+        "python",
+        "-c",
+        "import torchrl, tensordict, pettingzoo; print('torchrl', "
+        "torchrl.__version__, 'tensordict', tensordict.__version__, 'pettingzoo', "
+        "pettingzoo.__version__)",
+    )  # fails loudly: the tests would only skip
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/integrations/test_torchrl.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env=SMOKE_ENV,
+    )
+
+
+@nox.session(python=PYTHON)
+def benchmarl(session: nox.Session) -> None:
+    """BenchMARL: the ``EVCSTask`` (presets, pickling, one group, per-copy seeds, specs), a
+    two-iteration MADDPG and MAPPO ``Experiment``, ``examples/benchmarl_pricing.py`` (smoke)."""
+    # the set benchmarl 1.5.2 resolves with: torchrl 0.11 (benchmarl pins <0.12) and its
+    # tensordict 0.11 — not the torchrl session's 0.14
+    install_with(
+        session,
+        "benchmarl==1.5.2",
+        "torchrl==0.11.1",
+        "tensordict==0.11.0",
+        "hydra-core==1.3.8",
+        "gymnasium==1.4.0",
+        "pettingzoo==1.27.0",
+    )
+    session.run(
+        "python",
+        "-c",
+        "import benchmarl, torchrl, tensordict; print('benchmarl', "
+        "benchmarl.__version__, 'torchrl', torchrl.__version__, 'tensordict', "
+        "tensordict.__version__)",
+    )  # fails loudly: the tests would only skip
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/integrations/test_benchmarl.py",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env=SMOKE_ENV,
+    )
