@@ -11,7 +11,8 @@ All implement the :class:`Algorithm` protocol (batched acting and storing for ve
 ``learn()``, ``get_critics()``, ``save``/``load``). :class:`NashConvChecker` estimates
 NashConv from the learned critics by projected gradient ascent on each agent's own action.
 :class:`GameTrainer` trains any of them through a multi-agent vector env;
-:func:`exploitability` verifies a price profile in the simulator and
+:func:`exploitability` verifies a price profile in the simulator (:func:`verify_prices`
+prints the report every trainer ends with) and
 :class:`BestResponseDynamics` is the reference equilibrium solver.
 
 Nothing here is specific to EV charging: any env with 1-D Box observations and finite 1-D Box
@@ -41,6 +42,7 @@ from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
 from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
 from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig
 from evcs_gym.baselines.vec import SerialVecEnv
+from evcs_gym.baselines.verification import format_prices, verify_prices
 
 ALGORITHMS: dict[str, type[MADDPG]] = {"maddpg": MADDPG, "iddpg": IDDPG, "mfddpg": MFDDPG}
 """Algorithm classes by their ``name``."""
@@ -55,6 +57,8 @@ __all__ = [
     "SolverResult",
     "TrainerConfig",
     "exploitability",
+    "format_prices",
+    "verify_prices",
     "IDDPG",
     "MADDPG",
     "MFDDPG",

@@ -49,7 +49,7 @@ from agilerl.components.data import MultiAgentTransition, transition_to_tensordi
 from agilerl.components.replay_buffer import ReplayBuffer
 
 import evcs_gym
-from evcs_gym.baselines.exploitability import exploitability
+from evcs_gym.baselines import verify_prices
 from evcs_gym.integrations.agilerl import (
     agent_spaces,
     learned_prices,
@@ -167,22 +167,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         env.close()
     train_s = time.perf_counter() - t0
     prices = learned_prices(agent, last_obs)
-    print("\nlearned pure prices (deterministic actions at the last observation):")
-    for a, p in prices.items():
-        print(f"  {a:>6}: " + " ".join(f"{v:.3f}" for v in p))
-    print(
-        f"verifying in the simulator ({args.verify_budget} evaluations per station, "
-        f"{args.verify_seeds} seeds)..."
+    cert = verify_prices(
+        nd,
+        prices,
+        budget=args.verify_budget,
+        seeds=args.verify_seeds,
+        title="learned pure prices (deterministic actions at the last observation)",
     )
-    cert = exploitability(
-        nd, prices, seed=args.seed, seeds=args.verify_seeds, budget=args.verify_budget
-    )
-    print(cert.summary())
     wall = time.perf_counter() - t0
-    print(
-        f"verified NashConv: {cert.relative_nash_conv:.2%} ± {cert.relative_nash_conv_se:.2%} "
-        f"of total revenue, max relative gain {cert.max_relative_gain:.2%}"
-    )
     print(
         f"evaluations: {evaluations} training + {cert.evaluations} verification; "
         f"wall time {wall:.0f} s (training {train_s:.0f} s)"

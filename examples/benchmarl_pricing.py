@@ -66,7 +66,7 @@ from benchmarl.experiment import Experiment, ExperimentConfig
 from benchmarl.models.mlp import MlpConfig
 
 import evcs_gym
-from evcs_gym.baselines import exploitability
+from evcs_gym.baselines import verify_prices
 from evcs_gym.integrations.benchmarl import EVCSTask
 from evcs_gym.integrations.torchrl import learned_prices, make_torchrl_env
 
@@ -182,25 +182,15 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.rounds is not None:  # the deterministic rollout that read the prices
         evaluations += args.rounds
     train_time = time.perf_counter() - t0
-    print(f"\n{experiment.n_iters_performed} iterations; learned pure prices:")
-    for a in nd.agent_names:
-        print(f"  {a:>6}: " + " ".join(f"{v:.3f}" for v in prices[a]))
-    print(
-        f"verifying in the simulator ({args.verify_budget} evaluations per station, "
-        f"{args.verify_seeds} seeds)...",
-        flush=True,
+    cert = verify_prices(
+        nd,
+        prices,
+        budget=args.verify_budget,
+        seeds=args.verify_seeds,
+        workers=args.workers,
+        title=f"{experiment.n_iters_performed} iterations; learned pure prices",
     )
-    if args.workers > 1:
-        with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
-            cert = exploitability(pool, prices, seeds=args.verify_seeds, budget=args.verify_budget)
-    else:
-        cert = exploitability(nd, prices, seeds=args.verify_seeds, budget=args.verify_budget)
     wall = time.perf_counter() - t0
-    print(cert.summary())
-    print(
-        f"verified NashConv: {cert.relative_nash_conv:.2%} ± {cert.relative_nash_conv_se:.2%} "
-        f"of total revenue, max relative gain {cert.max_relative_gain:.2%}"
-    )
     print(
         f"evaluations: {evaluations} training + {cert.evaluations} verification = "
         f"{evaluations + cert.evaluations}; wall time {wall:.0f} s (training {train_time:.0f} s)"

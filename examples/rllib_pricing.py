@@ -46,7 +46,7 @@ from typing import Any
 import ray
 
 import evcs_gym
-from evcs_gym.baselines.exploitability import exploitability
+from evcs_gym.baselines import verify_prices
 from evcs_gym.integrations.rllib import learned_prices, ppo_config, sac_config, train_until
 
 SMOKE = {"budget": 16, "verify_budget": 6, "verify_seeds": 2}
@@ -128,22 +128,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if started:
             ray.shutdown()
     train_s = time.perf_counter() - t0
-    print("\nlearned pure prices (each module's mean action on the constant observation):")
-    for a, p in prices.items():
-        print(f"  {a:>6}: " + " ".join(f"{v:.3f}" for v in p))
-    print(
-        f"verifying in the simulator ({args.verify_budget} evaluations per station, "
-        f"{args.verify_seeds} seeds)..."
+    cert = verify_prices(
+        nd,
+        prices,
+        budget=args.verify_budget,
+        seeds=args.verify_seeds,
+        title="learned pure prices (each module's mean action on the constant observation)",
     )
-    cert = exploitability(
-        nd, prices, seed=args.seed, seeds=args.verify_seeds, budget=args.verify_budget
-    )
-    print(cert.summary())
     wall = time.perf_counter() - t0
-    print(
-        f"verified NashConv: {cert.relative_nash_conv:.2%} ± {cert.relative_nash_conv_se:.2%} "
-        f"of total revenue, max relative gain {cert.max_relative_gain:.2%}"
-    )
     print(
         f"evaluations: {evaluations} training + {cert.evaluations} verification; "
         f"wall time {wall:.0f} s (training incl. Ray start {train_s:.0f} s)"

@@ -1,0 +1,82 @@
+"""Verify learned prices in the simulator and print the report every trainer prints.
+
+Every example that trains with an outside library (RLlib, TorchRL, BenchMARL, AgileRL,
+…) ends the same way as ``evcs-gym train``: the learned pure prices, their
+simulator-verified exploitability over several seeds (:func:`exploitability`), and the
+evaluations and time it took. :func:`verify_prices` is that ending, once.
+
+Example:
+    >>> import evcs_gym
+    >>> from evcs_gym.baselines import verify_prices
+    >>> nd = evcs_gym.load_scenario("tiny")
+    >>> cert = verify_prices(nd, {"A": [0.5] * 4, "B": [0.5] * 4}, budget=4, seeds=2,
+    ...                      out=lambda *_: None)
+    >>> cert.seeds, cert.relative_nash_conv >= 0
+    ((0, 1), True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from evcs_gym.baselines.exploitability import ExploitabilityResult, exploitability
+
+__all__ = ["format_prices", "verify_prices"]
+
+
+def format_prices(prices: Mapping[str, Any], digits: int = 3) -> list[str]:
+    """One line per station: ``"       A: 0.500 0.500 0.500 1.907"``."""
+    return [
+        f"  {a:>6}: " + " ".join(f"{v:.{digits}f}" for v in np.asarray(p, dtype=float).ravel())
+        for a, p in prices.items()
+    ]
+
+
+def verify_prices(
+    data: Any,
+    prices: Mapping[str, Any],
+    *,
+    budget: int,
+    seeds: int | Sequence[int],
+    workers: int = 1,
+    title: str = "learned pure prices",
+    out: Callable[[str], Any] = print,
+) -> ExploitabilityResult:
+    """Print ``prices``, verify them with :func:`exploitability`, print the certificate.
+
+    Args:
+        data: ``NetworkData`` (or anything :func:`exploitability` takes).
+        prices: ``{station: (n_periods,) prices}``.
+        budget: the deviation search's evaluations per station (hard cap).
+        seeds: seeds every gain is re-evaluated on (``n`` for ``0..n-1``); the search runs
+            on the first.
+        workers: ``> 1`` verifies in a :class:`~evcs_gym.ParallelEvaluatorPool` of that
+            many processes (``data`` must then be ``NetworkData``).
+        title: heading of the price lines.
+        out: where the lines go (``print``; a no-op to stay quiet).
+
+    Returns:
+        The :class:`ExploitabilityResult` (``relative_nash_conv`` ± ``relative_nash_conv_se``,
+        per-station gains, ``evaluations``).
+    """
+    n_seeds = seeds if isinstance(seeds, int) else len(seeds)
+    out(f"\n{title}:")
+    for line in format_prices(prices):
+        out(line)
+    out(f"verifying in the simulator ({budget} evaluations per station, {n_seeds} seeds)...")
+    if workers > 1:
+        from evcs_gym import ParallelEvaluatorPool
+
+        with ParallelEvaluatorPool(data, n_workers=workers) as pool:
+            cert = exploitability(pool, dict(prices), seeds=seeds, budget=budget)
+    else:
+        cert = exploitability(data, dict(prices), seeds=seeds, budget=budget)
+    out(cert.summary())
+    out(
+        f"verified NashConv: {cert.relative_nash_conv:.2%} ± {cert.relative_nash_conv_se:.2%} "
+        f"of total revenue, max relative gain {cert.max_relative_gain:.2%}"
+    )
+    return cert
