@@ -5,10 +5,7 @@ Runs in its own environment (``nox -s benchmarl``: benchmarl 1.5.2, torchrl 0.11
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -27,19 +24,6 @@ from evcs_gym.integrations.torchrl import (  # noqa: E402
     make_torchrl_env,
 )
 from evcs_gym.wrappers.numeric_info import NUMERIC_INFO_KEYS  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_example(name: str):
-    """Import ``examples/<name>.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(
-        f"examples_{name}", REPO / "examples" / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(autouse=True)
@@ -128,8 +112,8 @@ def test_discrete_actions_rejected():
         EVCSTask.TINY.get_task().get_env_fun(1, False, 0, "cpu")
 
 
-def test_short_experiment_maddpg_critic_per_station(tmp_path):
-    example = load_example("benchmarl_pricing")
+def test_short_experiment_maddpg_critic_per_station(tmp_path, load_script):
+    example = load_script("examples", "benchmarl_pricing")
     args = example.parse_args(["--algo", "maddpg"])
     args.budget = 20  # 2 iterations of 10 evaluations
     experiment = example.train(args, str(tmp_path))
@@ -168,17 +152,17 @@ def test_short_experiment_maddpg_critic_per_station(tmp_path):
     assert not all(torch.allclose(a, b) for a, b in zip(before, after))
 
 
-def test_short_experiment_mappo(tmp_path):
-    example = load_example("benchmarl_pricing")
+def test_short_experiment_mappo(tmp_path, load_script):
+    example = load_script("examples", "benchmarl_pricing")
     args = example.parse_args(["--algo", "mappo"])
     args.budget = 20  # one on-policy iteration of 20 evaluations
     experiment = example.train(args, str(tmp_path))
     assert experiment.total_frames == 20
 
 
-def test_example_main_smoke(monkeypatch, capsys):
+def test_example_main_smoke(monkeypatch, capsys, load_script):
     monkeypatch.setenv("EVCS_GYM_SMOKE", "1")
-    out = load_example("benchmarl_pricing").main(["--algo", "maddpg"])
+    out = load_script("examples", "benchmarl_pricing").main(["--algo", "maddpg"])
     assert out["evaluations"] == 40 and out["verify_evaluations"] > 0
     assert set(out["prices"]) == {"A", "B"}
     assert all(np.all((p >= 0.5) & (p <= 2.0)) for p in out["prices"].values())

@@ -5,10 +5,7 @@ Runs in its own environment (``nox -s torchrl``: torchrl 0.14.1, tensordict 0.14
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -28,19 +25,6 @@ from evcs_gym.integrations.torchrl import (  # noqa: E402
     make_torchrl_env,
 )
 from evcs_gym.wrappers.numeric_info import NUMERIC_INFO_KEYS  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def load_example(name: str):
-    """Import ``examples/<name>.py`` (registered in sys.modules: it defines a dataclass)."""
-    spec = importlib.util.spec_from_file_location(
-        f"examples_{name}", REPO / "examples" / f"{name}.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(autouse=True)
@@ -126,8 +110,8 @@ def test_parallel_env_workers():
         env.close()
 
 
-def test_learned_prices_within_bounds_and_deterministic():
-    example = load_example("torchrl_pricing")
+def test_learned_prices_within_bounds_and_deterministic(load_script):
+    example = load_script("examples", "torchrl_pricing")
     nd = evcs_gym.load_scenario("tiny")
     env = make_torchrl_env("tiny", seed=0)
     policy, exploration, _ = example.build_agents(env, example.Config(), centralized=True)
@@ -146,8 +130,8 @@ def test_learned_prices_within_bounds_and_deterministic():
     assert all(np.all((p >= 0.5) & (p <= 2.0)) for p in prices.values())
 
 
-def test_learned_prices_rejects_another_scenario_shape():
-    example = load_example("torchrl_pricing")
+def test_learned_prices_rejects_another_scenario_shape(load_script):
+    example = load_script("examples", "torchrl_pricing")
     env = make_torchrl_env("tiny", seed=0)
     policy, _, _ = example.build_agents(env, example.Config(), centralized=True)
     other = evcs_gym.load_scenario("tiny", charging_periods=2)
@@ -156,8 +140,8 @@ def test_learned_prices_rejects_another_scenario_shape():
 
 
 @pytest.mark.parametrize("algo", ["maddpg", "iddpg"])
-def test_short_training_updates_the_critic_and_actor(algo):
-    example = load_example("torchrl_pricing")
+def test_short_training_updates_the_critic_and_actor(algo, load_script):
+    example = load_script("examples", "torchrl_pricing")
     args = example.parse_args(["--algo", algo, "--budget", "20", "--num-envs", "2"])
     args.budget = 20  # 2 iterations of 10 evaluations, whatever EVCS_GYM_SMOKE says
     env = make_batched_env(2, "tiny", seed=0)
@@ -177,8 +161,8 @@ def test_short_training_updates_the_critic_and_actor(algo):
     assert all(np.all((p >= 0.5) & (p <= 2.0)) for p in prices.values())
 
 
-def test_maddpg_critic_is_centralised_iddpg_is_not():
-    example = load_example("torchrl_pricing")
+def test_maddpg_critic_is_centralised_iddpg_is_not(load_script):
+    example = load_script("examples", "torchrl_pricing")
     env = make_torchrl_env("tiny", seed=0)
     td = env.reset()
     td[GROUP, "action"] = torch.zeros(2, 4)
@@ -191,12 +175,12 @@ def test_maddpg_critic_is_centralised_iddpg_is_not():
         assert (not torch.allclose(value_a, base[0])) == centralized
 
 
-def test_actor_loss_follows_own_critic_only():
+def test_actor_loss_follows_own_critic_only(load_script):
     """Station A's actor gradient must not move when B's critic changes (DDPGLoss's does)."""
     from tensordict import TensorDict
     from torchrl.objectives import DDPGLoss
 
-    example = load_example("torchrl_pricing")
+    example = load_script("examples", "torchrl_pricing")
     env = make_torchrl_env("tiny", seed=0)
     torch.manual_seed(0)
     policy, _, critic = example.build_agents(env, example.Config(), centralized=True)
@@ -228,9 +212,9 @@ def test_actor_loss_follows_own_critic_only():
     assert not all(torch.allclose(a, b) for a, b in zip(before_joint, after_joint))
 
 
-def test_example_main_smoke(monkeypatch, capsys):
+def test_example_main_smoke(monkeypatch, capsys, load_script):
     monkeypatch.setenv("EVCS_GYM_SMOKE", "1")
-    out = load_example("torchrl_pricing").main(["--algo", "maddpg"])
+    out = load_script("examples", "torchrl_pricing").main(["--algo", "maddpg"])
     assert out["evaluations"] == 40 and out["verify_evaluations"] > 0
     assert set(out["prices"]) == {"A", "B"}
     assert all(np.all((p >= 0.5) & (p <= 2.0)) for p in out["prices"].values())
