@@ -58,28 +58,40 @@ def install_with(session: nox.Session, *requirements: str, extras: str = "dev") 
     session.install("-c", path, "-e", f".[{extras}]", *requirements)
 
 
-@nox.session(python=PYTHON)
-def oldest(session: nox.Session) -> None:
-    """The core suite at the oldest gymnasium and pettingzoo that pyproject.toml admits."""
-    install_with(session, "gymnasium==1.2.2", "pettingzoo==1.26.0", extras="torch,sb3,opt,dev")
+def check_imports(session: nox.Session, modules: str, *distributions: str) -> None:
+    """Import ``modules`` and print the installed ``distributions``' versions.
+
+    Fails loudly if the library does not import: its tests would only skip.
+    """
     session.run(
         "python",
         "-c",
-        "import gymnasium, pettingzoo; "
-        "print('gymnasium', gymnasium.__version__, 'pettingzoo', pettingzoo.__version__)",
+        f"import {modules}; from importlib.metadata import version; "
+        f"print(*(d + ' ' + version(d) for d in {distributions!r}))",
     )
+
+
+def run_pytest(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
+    """``pytest -q *args *posargs`` with the smoke-budget environment (plus ``env``)."""
     session.run(
         "python",
         "-m",
         "pytest",
-        "-m",
-        "not slow and not siouxfalls and not ray",
+        *args,
         "-q",
         "-p",
         "no:cacheprovider",
         *session.posargs,
-        env=SMOKE_ENV,
+        env={**SMOKE_ENV, **(env or {})},
     )
+
+
+@nox.session(python=PYTHON)
+def oldest(session: nox.Session) -> None:
+    """The core suite at the oldest gymnasium and pettingzoo that pyproject.toml admits."""
+    install_with(session, "gymnasium==1.2.2", "pettingzoo==1.26.0", extras="torch,sb3,opt,dev")
+    check_imports(session, "gymnasium, pettingzoo", "gymnasium", "pettingzoo")
+    run_pytest(session, "-m", "not slow and not siouxfalls and not ray")
 
 
 @nox.session(python=PYTHON)
@@ -88,26 +100,10 @@ def rllib(session: nox.Session) -> None:
     ``tiny`` (two iterations each), learned prices, ``examples/rllib_pricing.py`` (smoke)."""
     # the set ray[rllib] 2.60.0 resolves with (it pins gymnasium; pettingzoo is ours)
     install_with(session, "ray[rllib]==2.60.0", "gymnasium==1.2.2", "pettingzoo==1.27.0")
-    session.run(
-        "python",
-        "-c",
-        "import ray.rllib, gymnasium, pettingzoo; print('ray', "
-        "ray.__version__, 'gymnasium', gymnasium.__version__, 'pettingzoo', "
-        "pettingzoo.__version__)",
-    )  # fails loudly: the tests would only skip
+    check_imports(session, "ray.rllib", "ray", "gymnasium", "pettingzoo")
     # Ray keeps its session files under TMPDIR, which nox points into the virtualenv, and
     # Ray's workers refuse a temp dir inside VIRTUAL_ENV: they die and ray.init() hangs
-    session.run(
-        "python",
-        "-m",
-        "pytest",
-        "tests/integrations/test_rllib.py",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *session.posargs,
-        env={**SMOKE_ENV, "RAY_TMPDIR": "/tmp"},
-    )
+    run_pytest(session, "tests/integrations/test_rllib.py", env={"RAY_TMPDIR": "/tmp"})
 
 
 @nox.session(python=PYTHON)
@@ -126,25 +122,8 @@ def agilerl(session: nox.Session) -> None:
         "peft==0.21.0",
         "transformers==5.14.1",
     )
-    session.run(
-        "python",
-        "-c",
-        "import agilerl.algorithms, pettingzoo, tensordict; "
-        "from importlib.metadata import version; print('agilerl', version('agilerl'), "
-        "'pettingzoo', pettingzoo.__version__, 'tensordict', tensordict.__version__)",
-    )
-    # (that import fails loudly; the tests would only skip)
-    session.run(
-        "python",
-        "-m",
-        "pytest",
-        "tests/integrations/test_agilerl.py",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *session.posargs,
-        env=SMOKE_ENV,
-    )
+    check_imports(session, "agilerl.algorithms", "agilerl", "pettingzoo", "tensordict")
+    run_pytest(session, "tests/integrations/test_agilerl.py")
 
 
 @nox.session(python=PYTHON)
@@ -156,24 +135,8 @@ def torchrl(session: nox.Session) -> None:
     install_with(
         session, "torchrl==0.14.1", "tensordict==0.14.3", "gymnasium==1.4.0", "pettingzoo==1.27.0"
     )
-    session.run(
-        "python",
-        "-c",
-        "import torchrl, tensordict, pettingzoo; print('torchrl', "
-        "torchrl.__version__, 'tensordict', tensordict.__version__, 'pettingzoo', "
-        "pettingzoo.__version__)",
-    )  # fails loudly: the tests would only skip
-    session.run(
-        "python",
-        "-m",
-        "pytest",
-        "tests/integrations/test_torchrl.py",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *session.posargs,
-        env=SMOKE_ENV,
-    )
+    check_imports(session, "torchrl", "torchrl", "tensordict", "pettingzoo")
+    run_pytest(session, "tests/integrations/test_torchrl.py")
 
 
 @nox.session(python=PYTHON)
@@ -191,21 +154,5 @@ def benchmarl(session: nox.Session) -> None:
         "gymnasium==1.4.0",
         "pettingzoo==1.27.0",
     )
-    session.run(
-        "python",
-        "-c",
-        "import benchmarl, torchrl, tensordict; print('benchmarl', "
-        "benchmarl.__version__, 'torchrl', torchrl.__version__, 'tensordict', "
-        "tensordict.__version__)",
-    )  # fails loudly: the tests would only skip
-    session.run(
-        "python",
-        "-m",
-        "pytest",
-        "tests/integrations/test_benchmarl.py",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *session.posargs,
-        env=SMOKE_ENV,
-    )
+    check_imports(session, "benchmarl", "benchmarl", "torchrl", "tensordict")
+    run_pytest(session, "tests/integrations/test_benchmarl.py")
