@@ -12,7 +12,9 @@ disk (``/opt/wheels``; uv does not read pip's configuration, so it is passed exp
 Each library session installs evcs-gym with the pinned set that library resolves with,
 runs its integration tests (``tests/integrations/test_<name>.py``: the adapter, the
 library's own checks, a few training iterations on ``tiny``) and the library's example
-at a smoke-test budget.
+at a smoke-test budget. The RLlib, BenchMARL and AgileRL sessions also install the
+``bench`` extra (MPE2, VMAS): ``benchmarks/bench_marl.py`` runs those libraries' cells of
+its grid in these environments (``.nox/<session>/bin/python``).
 """
 
 from __future__ import annotations
@@ -99,7 +101,13 @@ def rllib(session: nox.Session) -> None:
     """RLlib (new API stack): env creator and RLlib's env check, multi-agent PPO / SAC on
     ``tiny`` (two iterations each), learned prices, ``examples/rllib_pricing.py`` (smoke)."""
     # the set ray[rllib] 2.60.0 resolves with (it pins gymnasium; pettingzoo is ours)
-    install_with(session, "ray[rllib]==2.60.0", "gymnasium==1.2.2", "pettingzoo==1.27.0")
+    install_with(
+        session,
+        "ray[rllib]==2.60.0",
+        "gymnasium==1.2.2",
+        "pettingzoo==1.27.0",
+        extras="dev,bench",
+    )
     check_imports(session, "ray.rllib", "ray", "gymnasium", "pettingzoo")
     # Ray keeps its session files under TMPDIR, which nox points into the virtualenv, and
     # Ray's workers refuse a temp dir inside VIRTUAL_ENV: they die and ray.init() hangs
@@ -121,6 +129,7 @@ def agilerl(session: nox.Session) -> None:
         "gymnasium==1.4.0",
         "peft==0.21.0",
         "transformers==5.14.1",
+        extras="dev,bench",
     )
     check_imports(session, "agilerl.algorithms", "agilerl", "pettingzoo", "tensordict")
     run_pytest(session, "tests/integrations/test_agilerl.py")
@@ -153,6 +162,7 @@ def benchmarl(session: nox.Session) -> None:
         "hydra-core==1.3.8",
         "gymnasium==1.4.0",
         "pettingzoo==1.27.0",
+        extras="dev,bench",
     )
     check_imports(session, "benchmarl", "benchmarl", "torchrl", "tensordict")
     run_pytest(session, "tests/integrations/test_benchmarl.py")

@@ -190,7 +190,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     nd = evcs_gym.load_scenario(args.scenario)
     out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     print(f"loaded {nd.summary()}")
-    venv = make_vector_env(args.num_envs, scenario=nd, rounds=args.rounds, n_workers=args.workers)
+    rounds = args.rounds or None  # 0: the one-step stage game
+    venv = make_vector_env(args.num_envs, scenario=nd, rounds=rounds, n_workers=args.workers)
     try:
         spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
         spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
@@ -331,7 +332,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=int, default=400, help="evaluations to spend")
     p.add_argument("--workers", type=int, default=2, help="evaluator processes")
     p.add_argument("--num-envs", type=int, default=2, help="game copies stepped per iteration")
-    p.add_argument("--rounds", type=int, default=10, help="rounds per repeated-game episode")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=10,
+        help="rounds per repeated-game episode (0: the one-step stage game)",
+    )
     p.add_argument("--check-every", type=int, default=10)
     p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
     p.add_argument("--noise-decay", type=float, default=0.999, help="per learning step")

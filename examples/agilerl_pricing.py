@@ -183,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         "prices": prices,
         "evaluations": evaluations,
         "verify_evaluations": cert.evaluations,
+        "certificate": cert,
         "relative_nash_conv": cert.relative_nash_conv,
         "relative_nash_conv_se": cert.relative_nash_conv_se,
         "gains": {a: d.relative_gain for a, d in cert.deviations.items()},

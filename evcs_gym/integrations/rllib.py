@@ -58,6 +58,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 __all__ = [
     "ENV_NAME",
     "HISTORY_KEYS",
+    "deterministic_action",
     "learned_prices",
     "make_env",
     "ppo_config",
@@ -389,6 +390,32 @@ def _sampled(result: Mapping[str, Any]) -> int:
     return int(value)
 
 
+def deterministic_action(algo: Algorithm, agent: str, observation: Any, space: Any) -> np.ndarray:
+    """``agent``'s action without exploration, as RLlib's env runners would send it.
+
+    The agent's module (``config.policy_mapping_fn(agent, None)``) maps ``observation``
+    to its action distribution's deterministic value (``to_deterministic()``: the
+    Gaussian mean for PPO, ``tanh`` of the mean for SAC), then unsquashed into ``space``
+    (``normalize_actions``, RLlib's default) or clipped into it (``clip_actions``).
+    Works for any env with Box actions, not only the pricing game.
+    """
+    _require_rllib()
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
+
+    module = algo.get_module(algo.config.policy_mapping_fn(agent, None))
+    obs = torch.as_tensor(np.asarray(observation, dtype=np.float32)[None])
+    with torch.no_grad():
+        out = module.forward_inference({Columns.OBS: obs})
+        dist_cls = module.get_inference_action_dist_cls()
+        dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic()
+        action = dist.sample().cpu().numpy()[0]
+    if algo.config.normalize_actions:
+        return unsquash_action(action, space)
+    return clip_action(action, space)
+
+
 def learned_prices(
     algo: Algorithm, observations: Mapping[str, Any] | None = None
 ) -> dict[str, np.ndarray]:
@@ -413,10 +440,6 @@ def learned_prices(
     module unchanged); a custom observation filter would have to be applied by hand.
     """
     _require_rllib()
-    import torch
-    from ray.rllib.core.columns import Columns
-    from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
-
     config = algo.config
     env = rllib_env_creator(config.env_config)
     try:
@@ -430,18 +453,7 @@ def learned_prices(
         for agent in env.possible_agents:
             if agent not in observations:
                 raise ValueError(f"`observations` has no entry for station {agent!r}")
-            module = algo.get_module(config.policy_mapping_fn(agent, None))
-            obs = torch.as_tensor(np.asarray(observations[agent], dtype=np.float32)[None])
-            with torch.no_grad():
-                out = module.forward_inference({Columns.OBS: obs})
-                dist_cls = module.get_inference_action_dist_cls()
-                dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic()
-                action = dist.sample().cpu().numpy()[0]
-            space = env.action_space[agent]
-            if config.normalize_actions:
-                action = unsquash_action(action, space)
-            else:
-                action = clip_action(action, space)
+            action = deterministic_action(algo, agent, observations[agent], env.action_space[agent])
             prices[agent] = np.asarray(action, dtype=np.float64)
     finally:
         env.close()

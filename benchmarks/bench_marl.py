@@ -1,0 +1,269 @@
+"""Benchmark: the pricing game among other MARL tasks, our baselines among peer libraries.
+
+A grid of tasks x algorithms x seeds at one env-step budget per task:
+
+* tasks (``marl/tasks.py``): the pricing game on ``tiny`` and ``siouxfalls``, one-step and
+  repeated (10 rounds); MPE2 ``simple_spread`` (3 agents, 25 steps); VMAS ``navigation``
+  (3 agents, 100 steps);
+* algorithms (``marl/runners``): evcs-gym's MADDPG / IDDPG / MFDDPG, BenchMARL's MADDPG /
+  IDDPG / MASAC / MAPPO (through BenchMARL's own ``Experiment``), AgileRL's MADDPG / MATD3
+  and RLlib's PPO;
+* scores: on EVCS tasks the verified NashConv of the learned pure prices (the same
+  deviation search for every cell: ``marl/runners/common.py``), total revenue and
+  evaluations; on the others the mean return of 32 deterministic evaluation episodes on
+  fixed seeds, computed the same way for every library (``marl/evaluation.py``).
+
+Each library runs in the environment that holds it: evcs-gym's baselines in this Python,
+the others in the nox environments (``nox -s benchmarl agilerl rllib`` builds them under
+``.nox/``; ``--python LIB=PATH`` points elsewhere). Every cell is its own process; its
+record goes to ``OUT/cells/*.json`` and its output to ``OUT/logs/``. A failed cell is
+reported and makes the exit status 1; the others still run. Then the report: marl-eval
+JSON (``marl_eval.json``), ``cells.csv``, ``summary.json``, ``table.md`` and one plot per
+task in ``plots/``, with the command, versions and machine in ``run.json``.
+
+Run::
+
+    python benchmarks/bench_marl.py --out benchmarks/results/marl     # the whole grid
+    python benchmarks/bench_marl.py --tasks tiny simple_spread --libraries ours benchmarl \\
+        --seeds 0 1 2 --budget simple_spread=20000
+    python benchmarks/bench_marl.py --smoke --seeds 0                   # CI-sized
+    python benchmarks/bench_marl.py --report-only --out benchmarks/results/marl
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from marl import report  # noqa: E402
+from marl.runners import LIBRARIES, run_cell, supports  # noqa: E402
+from marl.tasks import TASKS, Task, resolve_tasks  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Cell:
+    task: Task
+    library: str
+    algorithm: str
+    seed: int
+    budget: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.task.name}__{self.library}-{self.algorithm}__seed{self.seed}"
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--tasks", nargs="+", default=None, help=f"default all: {list(TASKS)}")
+    p.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=list(LIBRARIES))
+    p.add_argument("--algorithms", nargs="+", default=None, help="only these (e.g. maddpg mappo)")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument(
+        "--budget",
+        nargs="+",
+        default=[],
+        metavar="TASK=STEPS",
+        help="override a task's budget (env steps; evaluations on EVCS tasks)",
+    )
+    p.add_argument("--smoke", action="store_true", help="CI budgets and verification")
+    p.add_argument("--out", default="bench_marl_out", help="results folder")
+    p.add_argument("--jobs", type=int, default=1, help="cells run at once")
+    p.add_argument("--python", nargs="+", default=[], metavar="LIB=PATH")
+    p.add_argument("--resume", action="store_true", help="keep cells already in OUT/cells")
+    p.add_argument("--report-only", action="store_true", help="only rebuild the report")
+    p.add_argument("--run-cell", nargs=5, metavar=("TASK", "LIB", "ALGO", "SEED", "BUDGET"),
+                   help=argparse.SUPPRESS)  # fmt: skip
+    p.add_argument("--cell-out", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.jobs < 1:
+        p.error(f"--jobs must be >= 1, got {args.jobs}")
+    return args
+
+
+def budgets(args: argparse.Namespace) -> dict[str, int]:
+    """Each task's budget: its default (or smoke one), overridden by ``--budget``."""
+    out = {n: (t.smoke_budget if args.smoke else t.budget) for n, t in TASKS.items()}
+    for item in args.budget:
+        name, _, value = item.partition("=")
+        if name not in TASKS or not value.isdigit() or int(value) < 1:
+            raise SystemExit(f"--budget {item!r}: expected TASK=STEPS with TASK in {list(TASKS)}")
+        out[name] = int(value)
+    return out
+
+
+def interpreters(args: argparse.Namespace) -> dict[str, str]:
+    """The Python of each library: ours here, the others' nox environments by default."""
+    out = {"ours": sys.executable}
+    for lib in LIBRARIES:
+        if lib != "ours":
+            out[lib] = str(REPO / ".nox" / lib / "bin" / "python")
+    for item in args.python:
+        lib, _, path = item.partition("=")
+        if lib not in LIBRARIES or not path:
+            raise SystemExit(f"--python {item!r}: expected LIB=PATH with LIB in {list(LIBRARIES)}")
+        out[lib] = path
+    return out
+
+
+def plan(args: argparse.Namespace) -> tuple[list[Cell], list[str]]:
+    """The cells to run and the lines saying which pairs are skipped and why."""
+    cells, skipped = [], []
+    steps = budgets(args)
+    for task in resolve_tasks(args.tasks):
+        for lib in args.libraries:
+            if (reason := supports(lib, task)) is not None:
+                skipped.append(f"{task.name} x {lib}: {reason}")
+                continue
+            for algo in LIBRARIES[lib]:
+                if args.algorithms and algo not in args.algorithms:
+                    continue
+                for seed in args.seeds:
+                    cells.append(Cell(task, lib, algo, seed, steps[task.name]))
+    return cells, skipped
+
+
+def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str | None]:
+    """Run ``cell`` in a fresh process of ``python``; None or the error's last lines."""
+    record = out / "cells" / f"{cell.name}.json"
+    log = out / "logs" / f"{cell.name}.log"
+    if not Path(python).exists():
+        return cell, f"no Python for {cell.library} at {python} (run `nox -s {cell.library}`)"
+    cmd = [
+        python,
+        str(Path(__file__).resolve()),
+        "--run-cell",
+        cell.task.name,
+        cell.library,
+        cell.algorithm,
+        str(cell.seed),
+        str(cell.budget),
+        "--cell-out",
+        str(record),
+    ] + (["--smoke"] if smoke else [])
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": "/tmp", "PYTHONHASHSEED": "0"}
+    with log.open("w") as f:
+        f.write(shlex.join(cmd) + "\n")
+        f.flush()
+        code = subprocess.run(cmd, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+    if code != 0 or not record.exists():
+        tail = log.read_text().strip().splitlines()[-5:]
+        return cell, f"exit status {code}; {log}:\n    " + "\n    ".join(tail)
+    return cell, None
+
+
+def machine() -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "platform": platform.platform(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "git_commit": commit,
+    }
+
+
+def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) -> str:
+    cells = report.load_cells(out / "cells")
+    if not cells:
+        raise SystemExit(f"no cell records in {out / 'cells'}")
+    (out / "marl_eval.json").write_text(json.dumps(report.marl_eval_json(cells), indent=1))
+    report.write_csv(cells, out / "cells.csv")
+    summary = report.summarize(cells)
+    (out / "summary.json").write_text(json.dumps(list(summary.values()), indent=1))
+    steps = budgets(args)
+    units = {n: f"{steps[n]:,} {'evals' if t.is_evcs else 'steps'}" for n, t in TASKS.items()}
+    table = report.markdown_tables(summary, units)
+    versions = {}
+    for c in cells:
+        versions.setdefault(c["library"], c["versions"])
+    run = {
+        "command": "python benchmarks/bench_marl.py " + shlex.join(sys.argv[1:]),
+        "machine": machine(),
+        "versions": versions,
+        "budgets": {n: steps[n] for n in {c["task"] for c in cells}},
+        "skipped": list(skipped),
+    }
+    (out / "run.json").write_text(json.dumps(run, indent=1))
+    (out / "table.md").write_text(table + "\n")
+    report.plot_tasks(cells, out / "plots")
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.run_cell:  # inside the library's environment
+        task, lib, algo, seed, budget = args.run_cell
+        result = run_cell(lib, algo, TASKS[task], int(seed), int(budget), smoke=args.smoke)
+        Path(args.cell_out).write_text(json.dumps(result, indent=1))
+        return 0
+    out = Path(args.out)
+    cells, skipped = plan(args)
+    for line in skipped:
+        print(f"skipped {line}")
+    if not args.report_only:
+        for sub in ("cells", "logs"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        pythons = interpreters(args)
+        todo = [
+            c for c in cells if not (args.resume and (out / "cells" / f"{c.name}.json").exists())
+        ]
+        print(
+            f"{len(todo)} cells ({len(cells) - len(todo)} kept), {args.jobs} at a time", flush=True
+        )
+        failed = []
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.jobs) as pool:
+            futures = [pool.submit(run_one, c, pythons[c.library], out, args.smoke) for c in todo]
+            for i, future in enumerate(futures, 1):
+                cell, error = future.result()
+                status = "ok" if error is None else "FAILED"
+                print(
+                    f"[{i}/{len(todo)}] {cell.name}: {status} ({time.perf_counter() - t0:.0f} s)",
+                    flush=True,
+                )
+                if error is not None:
+                    failed.append(f"{cell.name}: {error}")
+    else:
+        failed = []
+    if failed:
+        print("failed cells:\n  " + "\n  ".join(failed), file=sys.stderr)
+    if any((out / "cells").glob("*.json")):
+        print(write_report(args, out, skipped))
+        print(
+            f"results: {out}/ (marl_eval.json, cells.csv, summary.json, table.md, plots/, run.json)"
+        )
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Turn the grid's cell records into marl-eval JSON, a CSV, markdown tables and plots.
+
+Example:
+    >>> from marl.report import summarize
+    >>> cells = [
+    ...     {"task": "simple_spread", "env": "mpe2", "library": "ours", "algorithm": "maddpg",
+    ...      "seed": s, "env_steps": 100, "wall_s": 1.0, "return": [float(-s), -1.0]}
+    ...     for s in (0, 1)
+    ... ]
+    >>> row = summarize(cells)[("simple_spread", "ours-maddpg")]
+    >>> row["mean"], row["n"]
+    (-0.75, 2)
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "algorithm_name",
+    "cell_score",
+    "load_cells",
+    "marl_eval_json",
+    "markdown_tables",
+    "plot_tasks",
+    "summarize",
+    "write_csv",
+]
+
+
+def algorithm_name(cell: Mapping[str, Any]) -> str:
+    """``library-algorithm``, the name in tables and in marl-eval's ``algorithm_name``."""
+    return f"{cell['library']}-{cell['algorithm']}"
+
+
+def cell_score(cell: Mapping[str, Any]) -> float:
+    """A cell's headline figure: verified relative NashConv (EVCS) or mean return."""
+    if cell["env"] == "evcs":
+        return float(cell["relative_nash_conv"])
+    return float(np.mean(cell["return"]))
+
+
+def load_cells(folder: str | Path) -> list[dict[str, Any]]:
+    """Every ``*.json`` cell record under ``folder`` (sorted by file name)."""
+    return [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]
+
+
+def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Per (task, algorithm): mean and sample sd of the headline figure over seeds, and
+    the means of total revenue (EVCS), env steps and wall time."""
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
+    for cell in cells:
+        groups[(cell["task"], algorithm_name(cell))].append(cell)
+    out = {}
+    for key, group in sorted(groups.items()):
+        scores = np.array([cell_score(c) for c in group])
+        row: dict[str, Any] = {
+            "task": key[0],
+            "algorithm": key[1],
+            "env": group[0]["env"],
+            "n": len(group),
+            "seeds": sorted(int(c["seed"]) for c in group),
+            "mean": float(scores.mean()),
+            "sd": float(scores.std(ddof=1)) if len(group) > 1 else math.nan,
+            "env_steps": float(np.mean([c["env_steps"] for c in group])),
+            "wall_s": float(np.mean([c["wall_s"] for c in group])),
+        }
+        if row["env"] == "evcs":
+            row["total_revenue"] = float(np.mean([c["total_revenue"] for c in group]))
+            ses = [c.get("relative_nash_conv_se") for c in group]
+            ses = [s for s in ses if s is not None]
+            row["mean_se"] = float(np.mean(ses)) if ses else math.nan
+        out[key] = row
+    return out
+
+
+def marl_eval_json(cells: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """marl-eval's raw-data layout: env -> task -> algorithm -> run -> step / absolute.
+
+    Each run has one evaluation step (the end of training, ``step_count`` = env steps
+    used) and the same lists as ``absolute_metrics``. EVCS runs report ``nash_conv``
+    (verified, relative to total revenue) and ``return`` (total revenue at the learned
+    prices); the other tasks ``return`` per evaluation episode.
+    """
+    data: dict[str, Any] = {}
+    for cell in cells:
+        if cell["env"] == "evcs":
+            metrics = {
+                "nash_conv": [float(cell["relative_nash_conv"])],
+                "return": [float(cell["total_revenue"])],
+            }
+        else:
+            metrics = {"return": [float(r) for r in cell["return"]]}
+        run = {
+            "step_0": {"step_count": int(cell["env_steps"]), **metrics},
+            "absolute_metrics": metrics,
+        }
+        algos = data.setdefault(cell["env"], {}).setdefault(cell["task"], {})
+        algos.setdefault(algorithm_name(cell), {})[f"seed_{cell['seed']}"] = run
+    return data
+
+
+CSV_FIELDS = (
+    "task",
+    "env",
+    "library",
+    "algorithm",
+    "seed",
+    "budget",
+    "unit",
+    "env_steps",
+    "score",
+    "relative_nash_conv_se",
+    "total_revenue",
+    "verify_evaluations",
+    "wall_s",
+)
+
+
+def write_csv(cells: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
+    """One row per cell (``score`` = :func:`cell_score`)."""
+    path = Path(path)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        for cell in cells:
+            writer.writerow({**cell, "score": cell_score(cell)})
+    return path
+
+
+def _fmt(row: Mapping[str, Any]) -> str:
+    if row["env"] == "evcs":
+        sd = "" if math.isnan(row["sd"]) else f" ± {row['sd']:.1%}"
+        return f"{row['mean']:.1%}{sd} ({row['n']})"
+    sd = "" if math.isnan(row["sd"]) else f" ± {row['sd']:.2f}"
+    return f"{row['mean']:.2f}{sd} ({row['n']})"
+
+
+def markdown_tables(
+    summary: Mapping[tuple[str, str], Mapping[str, Any]],
+    budgets: Mapping[str, str],
+) -> str:
+    """Two tables: EVCS tasks (verified NashConv, lower is better) and the others (mean
+    evaluation return, higher is better); cells are mean ± sd over seeds (seeds)."""
+    lines = []
+    for evcs, title in ((True, "verified NashConv, % of total revenue (lower is better)"),
+                        (False, "mean evaluation return (higher is better)")):  # fmt: skip
+        rows = [r for r in summary.values() if (r["env"] == "evcs") == evcs]
+        if not rows:
+            continue
+        tasks = list(dict.fromkeys(r["task"] for r in rows))
+        algos = list(dict.fromkeys(r["algorithm"] for r in rows))
+        lines.append(f"{title}; mean ± sd over seeds (number of seeds)\n")
+        lines.append(
+            "| algorithm | " + " | ".join(f"{t} ({budgets.get(t, '')})" for t in tasks) + " |"
+        )
+        lines.append("|---" * (len(tasks) + 1) + "|")
+        for algo in algos:
+            cells = [summary.get((t, algo)) for t in tasks]
+            lines.append(
+                f"| {algo} | " + " | ".join("—" if c is None else _fmt(c) for c in cells) + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[Path]:
+    """One figure per task: each algorithm's per-seed scores (dots) with mean ± sd."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for cell in cells:
+        by_task[cell["task"]].append(cell)
+    paths = []
+    for task, group in by_task.items():
+        algos = list(dict.fromkeys(algorithm_name(c) for c in group))
+        evcs = group[0]["env"] == "evcs"
+        fig, ax = plt.subplots(figsize=(max(4.0, 0.9 * len(algos) + 1.5), 3.6))
+        for i, algo in enumerate(algos):
+            scores = np.array([cell_score(c) for c in group if algorithm_name(c) == algo])
+            scores = scores * 100 if evcs else scores
+            ax.scatter(np.full(len(scores), i), scores, s=14, alpha=0.6, color="C0")
+            sd = scores.std(ddof=1) if len(scores) > 1 else 0.0
+            ax.errorbar(i, scores.mean(), yerr=sd, fmt="o", color="C3", capsize=4)
+        ax.set_xticks(range(len(algos)), algos, rotation=30, ha="right")
+        ax.set_ylabel("verified NashConv (% of revenue)" if evcs else "evaluation return")
+        ax.set_title(f"{task}: per seed (dots), mean ± sd")
+        ax.grid(axis="y", alpha=0.3)
+        fig.tight_layout()
+        path = folder / f"{task}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths

@@ -1,0 +1,121 @@
+"""evcs-gym's MADDPG / IDDPG / MFDDPG, trained by :class:`~evcs_gym.baselines.GameTrainer`.
+
+EVCS tasks run ``evcs-gym train`` (the CLI's settings, verification and run folder);
+the other tasks train through :class:`~evcs_gym.baselines.SerialVecEnv` with the
+settings of :data:`EPISODIC`, which differ from the stage-game defaults only where an
+episodic task needs it (discounting, a larger replay warm-up and batch, constant
+exploration).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from marl.evaluation import evaluate_returns
+from marl.runners.common import cell_result, evcs_score, verify_options
+from marl.tasks import Task, make_env
+
+NUM_ENVS = 4
+"""Env copies stepped per iteration on the episodic tasks (one learning step each)."""
+
+EPISODIC: dict[str, Any] = {
+    "gamma": 0.95,
+    "batch_size": 256,
+    "learning_starts": 1000,
+    "noise_std": 0.1,
+    "noise_decay": 1.0,
+    "noise_min": 0.1,
+    "updates_per_learn": 1,
+}
+"""Config overrides on the episodic (non-EVCS) tasks; everything else is the default."""
+
+
+def run(
+    algorithm: str, task: Task, seed: int, budget: int, *, smoke: bool = False, **_: Any
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    if task.is_evcs:
+        return _run_evcs(algorithm, task, seed, budget, smoke, started)
+    return _run_episodic(algorithm, task, seed, budget, started)
+
+
+def _run_evcs(
+    algorithm: str, task: Task, seed: int, budget: int, smoke: bool, started: float
+) -> dict[str, Any]:
+    from evcs_gym.cli import main as cli
+
+    verify = verify_options(task.config["scenario"], smoke)
+    with tempfile.TemporaryDirectory() as out:
+        argv = [
+            "train",
+            "--scenario", task.config["scenario"],
+            "--algo", algorithm,
+            "--budget", str(budget),
+            "--rounds", str(task.rounds or 0),
+            "--seed", str(seed),
+            "--verify-budget", str(verify["budget"]),
+            "--verify-seeds", str(verify["seeds"]),
+            "--workers", "2",
+            "--out", out,
+            "--quiet",
+        ]  # fmt: skip
+        if cli(argv) != 0:
+            raise RuntimeError(f"evcs-gym {' '.join(argv)} failed")
+        summary = json.loads((Path(out) / "summary.json").read_text())
+    return cell_result(
+        library="ours",
+        algorithm=algorithm,
+        task=task,
+        seed=seed,
+        budget=budget,
+        env_steps=summary["evaluations"],
+        started=started,
+        score=evcs_score(summary["verified_exploitability"]),
+        settings={"command": "evcs-gym " + " ".join(argv[:-3])},
+    )
+
+
+def _run_episodic(
+    algorithm: str, task: Task, seed: int, budget: int, started: float
+) -> dict[str, Any]:
+    from evcs_gym.baselines import ALGORITHMS, GameTrainer, SerialVecEnv, TrainerConfig
+
+    venv = SerialVecEnv([lambda: make_env(task)] * NUM_ENVS)
+    try:
+        cls = ALGORITHMS[algorithm]
+        config = cls.config_cls(seed=seed, **EPISODIC)
+        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
+        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
+        algo = cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
+        trainer = GameTrainer(
+            venv,
+            algo,
+            # no mid-run checkpoints: the critic NashConv is for stage games
+            TrainerConfig(budget=budget, check_every=10**9, seed=seed, progress=False),
+        )
+        summary = trainer.train()
+    finally:
+        venv.close()
+
+    def act(obs):
+        batch = {a: np.asarray(o, dtype=np.float32)[None] for a, o in obs.items()}
+        return {a: v[0] for a, v in algo.get_pure_actions(batch).items()}
+
+    returns = evaluate_returns(lambda: make_env(task), act)
+    return cell_result(
+        library="ours",
+        algorithm=algorithm,
+        task=task,
+        seed=seed,
+        budget=budget,
+        env_steps=summary["evaluations"],
+        started=started,
+        score={"return": returns},
+        settings={"num_envs": NUM_ENVS, **EPISODIC},
+    )

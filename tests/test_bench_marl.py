@@ -1,0 +1,169 @@
+"""``benchmarks/bench_marl.py`` and its ``marl`` package: tasks, the VMAS adapter, the
+shared evaluation, the report, evcs-gym's runner and the orchestrator, all for real
+(the peer libraries' runners run in their nox environments: ``.ci/run``'s smoke grid)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+from pettingzoo.test import parallel_api_test
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+from marl import report  # noqa: E402
+from marl.evaluation import evaluate_returns  # noqa: E402
+from marl.runners import run_cell  # noqa: E402
+from marl.tasks import TASKS, make_env, resolve_tasks  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def bench(load_script):
+    return load_script("benchmarks", "bench_marl")
+
+
+def zeros(obs):
+    return {a: np.zeros(5, np.float32) for a in obs}
+
+
+def test_simple_spread_task_is_a_box_action_parallel_env():
+    env = make_env("simple_spread")
+    parallel_api_test(env, num_cycles=30)
+    assert all(isinstance(env.action_space(a), spaces.Box) for a in env.possible_agents)
+    assert TASKS["simple_spread"].max_steps == 25 and TASKS["simple_spread"].unit == "env steps"
+
+
+def test_vmas_adapter_passes_the_pettingzoo_checks_and_is_reproducible():
+    pytest.importorskip("vmas")
+    env = make_env(TASKS["navigation"], max_steps=6)
+    parallel_api_test(env, num_cycles=20)
+    first, _ = env.reset(seed=5)
+    again, _ = env.reset(seed=5)
+    other, _ = env.reset(seed=6)
+    assert all(np.array_equal(first[a], again[a]) for a in first)
+    assert not all(np.array_equal(first[a], other[a]) for a in first)
+    env.reset(seed=0)
+    for _ in range(6):
+        _, rewards, terms, truncs, _ = env.step(zeros_like(env))
+    assert all(truncs.values()) and not any(terms.values()) and env.agents == []
+    assert set(rewards) == set(env.possible_agents)
+    with pytest.raises(RuntimeError, match="call reset"):
+        env.step(zeros_like(env))
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="no entry for agent"):
+        env.step({"agent_0": np.zeros(2)})
+
+
+def zeros_like(env):
+    return {a: np.zeros(env.action_space(a).shape, np.float32) for a in env.possible_agents}
+
+
+def test_unknown_task_names_are_named():
+    assert [t.name for t in resolve_tasks(["tiny", "navigation"])] == ["tiny", "navigation"]
+    with pytest.raises(ValueError, match=r"unknown task\(s\) \['nope'\]"):
+        resolve_tasks(["tiny", "nope"])
+
+
+def test_evaluation_is_deterministic_and_tells_policies_apart():
+    make = lambda: make_env("simple_spread")  # noqa: E731
+    still = evaluate_returns(make, zeros, episodes=3)
+    assert still == evaluate_returns(make, zeros, episodes=3)
+    assert len(set(still)) == 3  # three different evaluation seeds
+    rng = np.random.default_rng(0)
+    jitter = evaluate_returns(
+        make, lambda obs: {a: rng.uniform(0, 1, 5).astype(np.float32) for a in obs}, episodes=3
+    )
+    assert jitter != still
+    with pytest.raises(ValueError, match="`episodes` must be >= 1, got 0"):
+        evaluate_returns(make, zeros, episodes=0)
+
+
+def test_run_cell_rejects_bad_input_by_name():
+    task = TASKS["tiny"]
+    with pytest.raises(ValueError, match="unknown library 'nope'"):
+        run_cell("nope", "maddpg", task, 0, 10)
+    with pytest.raises(ValueError, match="library 'ours' has no algorithm 'ppo'"):
+        run_cell("ours", "ppo", task, 0, 10)
+    with pytest.raises(ValueError, match="rllib does not run tiny_repeated"):
+        run_cell("rllib", "ppo", TASKS["tiny_repeated"], 0, 10)
+    with pytest.raises(ValueError, match="`budget` must be >= 1, got 0"):
+        run_cell("ours", "maddpg", task, 0, 0)
+
+
+@pytest.fixture(scope="module")
+def real_cells():
+    """Two real cells of evcs-gym's runner: simple_spread and the tiny pricing game."""
+    spread = run_cell("ours", "maddpg", TASKS["simple_spread"], 0, 300)
+    tiny = run_cell("ours", "iddpg", TASKS["tiny"], 1, 24, smoke=True)
+    return [spread, tiny]
+
+
+def test_our_runner_records_what_ran_and_its_score(real_cells):
+    spread, tiny = real_cells
+    assert spread["env_steps"] == 300 and len(spread["return"]) == 32
+    assert all(np.isfinite(spread["return"])) and spread["versions"]["mpe2"]
+    assert tiny["env_steps"] == 24 and tiny["seed"] == 1 and tiny["unit"] == "evaluations"
+    assert 0 <= tiny["relative_nash_conv"] and tiny["relative_nash_conv_se"] is not None
+    assert set(tiny["prices"]) == {"A", "B"} and tiny["total_revenue"] > 0
+    assert "--rounds 0" in tiny["settings"]["command"]  # the one-step game
+    json.dumps(real_cells)  # JSON-safe
+
+
+def test_report_layouts(real_cells, tmp_path):
+    spread, tiny = real_cells
+    data = report.marl_eval_json(real_cells)
+    run = data["mpe2"]["simple_spread"]["ours-maddpg"]["seed_0"]
+    assert run["step_0"]["step_count"] == 300 and len(run["step_0"]["return"]) == 32
+    assert run["absolute_metrics"]["return"] == run["step_0"]["return"]
+    evcs = data["evcs"]["tiny"]["ours-iddpg"]["seed_1"]["absolute_metrics"]
+    assert evcs["nash_conv"] == [tiny["relative_nash_conv"]]
+    summary = report.summarize(real_cells)
+    assert summary[("simple_spread", "ours-maddpg")]["mean"] == pytest.approx(
+        np.mean(spread["return"])
+    )
+    assert np.isnan(summary[("tiny", "ours-iddpg")]["sd"])  # one seed: no spread
+    table = report.markdown_tables(summary, {"tiny": "24 evals"})
+    assert "| ours-iddpg |" in table and "tiny (24 evals)" in table
+    rows = report.write_csv(real_cells, tmp_path / "cells.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[0].startswith("task,env,library")
+    plots = report.plot_tasks(real_cells, tmp_path / "plots")
+    assert sorted(p.name for p in plots) == ["simple_spread.png", "tiny.png"]
+
+
+def test_orchestrator_runs_cells_in_processes_and_reports(bench, tmp_path, capsys):
+    out = tmp_path / "grid"
+    argv = ["--tasks", "simple_spread", "--libraries", "ours", "--algorithms", "mfddpg"]
+    code = bench.main([*argv, "--seeds", "0", "1", "--smoke", "--out", str(out), "--jobs", "2"])
+    assert code == 0
+    for name in ("marl_eval.json", "cells.csv", "summary.json", "table.md", "run.json"):
+        assert (out / name).exists(), name
+    assert (out / "plots" / "simple_spread.png").exists()
+    run = json.loads((out / "run.json").read_text())
+    assert run["budgets"] == {"simple_spread": 400} and run["machine"]["cores"]
+    assert "ours" in run["versions"] and run["command"].startswith("python benchmarks/")
+    data = json.loads((out / "marl_eval.json").read_text())
+    assert sorted(data["mpe2"]["simple_spread"]["ours-mfddpg"]) == ["seed_0", "seed_1"]
+    assert "ours-mfddpg | " in capsys.readouterr().out
+    # --resume keeps finished cells; a library without its environment fails loudly
+    code = bench.main(
+        ["--tasks", "simple_spread", "--libraries", "ours", "benchmarl", "--seeds", "0"]
+        + ["--algorithms", "mfddpg", "maddpg", "--smoke", "--out", str(out), "--resume"]
+        + ["--python", "benchmarl=/nonexistent/python"]
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "no Python for benchmarl at /nonexistent/python" in captured.err
+    assert "simple_spread__ours-maddpg__seed0: ok" in captured.out
+    assert "1 kept" in captured.out
+
+
+def test_orchestrator_rejects_bad_flags(bench):
+    with pytest.raises(SystemExit, match="--budget 'nope=5'"):
+        bench.main(["--budget", "nope=5", "--out", "/tmp/unused"])
+    with pytest.raises(SystemExit, match="--python 'x=y'"):
+        bench.main(["--python", "x=y", "--tasks", "tiny", "--out", "/tmp/unused_bench"])
