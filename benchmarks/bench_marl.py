@@ -94,6 +94,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be >= 1, got {args.jobs}")
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
 
 
@@ -200,17 +201,29 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
     report.write_csv(cells, out / "cells.csv")
     summary = report.summarize(cells)
     (out / "summary.json").write_text(json.dumps(list(summary.values()), indent=1))
-    steps = budgets(args)
-    units = {n: f"{steps[n]:,} {'evals' if t.is_evcs else 'steps'}" for n, t in TASKS.items()}
+    steps: dict[str, set[int]] = {}  # the cells' own budgets (runs may have overridden them)
+    for c in cells:
+        steps.setdefault(c["task"], set()).add(int(c["budget"]))
+    units = {
+        n: "/".join(f"{b:,}" for b in sorted(v)) + (" evals" if TASKS[n].is_evcs else " steps")
+        for n, v in steps.items()
+    }
     table = report.markdown_tables(summary, units)
     versions = {}
     for c in cells:
         versions.setdefault(c["library"], c["versions"])
+    command = "python benchmarks/bench_marl.py " + shlex.join(args.argv)
+    previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     run = {
-        "command": "python benchmarks/bench_marl.py " + shlex.join(sys.argv[1:]),
+        "command": command,
+        # every command that added cells to this folder (--resume runs extend a grid)
+        "commands": [
+            *previous.get("commands", []),
+            {"command": command, "date": machine()["date"]},
+        ],
         "machine": machine(),
         "versions": versions,
-        "budgets": {n: steps[n] for n in {c["task"] for c in cells}},
+        "budgets": {n: sorted(v) for n, v in steps.items()},
         "skipped": list(skipped),
     }
     (out / "run.json").write_text(json.dumps(run, indent=1))

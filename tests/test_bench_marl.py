@@ -144,8 +144,8 @@ def test_orchestrator_runs_cells_in_processes_and_reports(bench, tmp_path, capsy
         assert (out / name).exists(), name
     assert (out / "plots" / "simple_spread.png").exists()
     run = json.loads((out / "run.json").read_text())
-    assert run["budgets"] == {"simple_spread": 400} and run["machine"]["cores"]
-    assert "ours" in run["versions"] and run["command"].startswith("python benchmarks/")
+    assert run["budgets"] == {"simple_spread": [400]} and run["machine"]["cores"]
+    assert "ours" in run["versions"] and "--algorithms mfddpg" in run["command"]
     data = json.loads((out / "marl_eval.json").read_text())
     assert sorted(data["mpe2"]["simple_spread"]["ours-mfddpg"]) == ["seed_0", "seed_1"]
     assert "ours-mfddpg | " in capsys.readouterr().out
@@ -159,6 +159,8 @@ def test_orchestrator_runs_cells_in_processes_and_reports(bench, tmp_path, capsy
     assert code == 1
     assert "no Python for benchmarl at /nonexistent/python" in captured.err
     assert "simple_spread__ours-maddpg__seed0: ok" in captured.out
+    commands = json.loads((out / "run.json").read_text())["commands"]
+    assert len(commands) == 2 and "--resume" in commands[1]["command"]
     assert "1 kept" in captured.out
 
 
