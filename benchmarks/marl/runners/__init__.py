@@ -5,17 +5,22 @@ own baselines in the core environment, BenchMARL, AgileRL and RLlib in theirs. A
 module imports only its own library, so :func:`run_cell` works in any of them for the
 libraries that are installed there.
 
-A cell's result is a JSON-safe dict: what ran (task, library, algorithm, seed, budget),
-the env steps actually used, wall time, versions, and the score: for EVCS tasks the
-verified NashConv of the learned pure prices (:func:`marl.runners.common.verify`), for
-the others the evaluation returns (:func:`marl.evaluation.evaluate_returns`).
+Each runner module has ``run_evcs(algorithm, task, seed, budget, smoke)`` and
+``run_episodic(algorithm, task, seed, budget)``, both returning a :class:`Trained`
+(env steps used, score, settings). :func:`run_cell` times it and makes the cell's
+JSON-safe record: what ran (task, library, algorithm, seed, budget), the env steps
+actually used, wall time, versions, and the score: for EVCS tasks the verified NashConv
+of the learned pure prices (:func:`marl.runners.common.evcs_score`), for the others the
+evaluation returns (:func:`marl.evaluation.evaluate_returns`).
 """
 
 from __future__ import annotations
 
 import importlib
+import time
 from typing import Any
 
+from marl.runners.common import cell_result
 from marl.tasks import Task
 
 __all__ = ["LIBRARIES", "RUNNER_MODULES", "run_cell", "supports"]
@@ -50,7 +55,10 @@ def supports(library: str, task: Task) -> str | None:
 def run_cell(
     library: str, algorithm: str, task: Task, seed: int, budget: int, **options: Any
 ) -> dict[str, Any]:
-    """Train and score one cell (see the module docstring) with ``library``'s runner."""
+    """Train and score one cell (see the module docstring) with ``library``'s runner.
+
+    ``options``: ``smoke=True`` shrinks the EVCS verification to CI size.
+    """
     if library not in LIBRARIES:
         raise ValueError(f"unknown library {library!r}; known: {sorted(LIBRARIES)}")
     if algorithm not in LIBRARIES[library]:
@@ -62,4 +70,17 @@ def run_cell(
     if budget < 1:
         raise ValueError(f"`budget` must be >= 1, got {budget}")
     module = importlib.import_module(RUNNER_MODULES[library])
-    return module.run(algorithm, task, seed, budget, **options)
+    started = time.perf_counter()
+    if task.is_evcs:
+        trained = module.run_evcs(algorithm, task, seed, budget, options.get("smoke", False))
+    else:
+        trained = module.run_episodic(algorithm, task, seed, budget)
+    return cell_result(
+        library=library,
+        algorithm=algorithm,
+        task=task,
+        seed=seed,
+        budget=budget,
+        started=started,
+        trained=trained,
+    )

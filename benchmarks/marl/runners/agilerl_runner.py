@@ -11,59 +11,22 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import numpy as np
 
 from marl.evaluation import evaluate_returns
-from marl.runners.common import cell_result, evcs_score, load_example, verify_options
+from marl.runners.common import Trained, run_example
 from marl.tasks import Task, make_env
 
 NUM_ENVS = 4
 """Env copies (processes) on the episodic tasks."""
 
 
-def run(
-    algorithm: str, task: Task, seed: int, budget: int, *, smoke: bool = False, **_: Any
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    if task.is_evcs:
-        return _run_evcs(algorithm, task, seed, budget, smoke, started)
-    return _run_episodic(algorithm, task, seed, budget, started)
+def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
+    # AgileRL's vector envs step episodes: the one-step game as one-round episodes
+    return run_example("agilerl_pricing", algorithm, task, seed, budget, smoke, task.rounds or 1)
 
 
-def _run_evcs(
-    algorithm: str, task: Task, seed: int, budget: int, smoke: bool, started: float
-) -> dict[str, Any]:
-    example = load_example("agilerl_pricing")
-    verify = verify_options(task.config["scenario"], smoke)
-    argv = [
-        "--algo", algorithm,
-        "--scenario", task.config["scenario"],
-        "--budget", str(budget),
-        "--rounds", str(task.rounds or 1),
-        "--seed", str(seed),
-        "--verify-budget", str(verify["budget"]),
-        "--verify-seeds", str(verify["seeds"]),
-    ]  # fmt: skip
-    out = example.main(argv)
-    return cell_result(
-        library="agilerl",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
-        env_steps=out["evaluations"],
-        started=started,
-        score=evcs_score(out["certificate"].to_dict()),
-        settings={"command": "python examples/agilerl_pricing.py " + " ".join(argv)},
-    )
-
-
-def _run_episodic(
-    algorithm: str, task: Task, seed: int, budget: int, started: float
-) -> dict[str, Any]:
+def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
     import torch
     from agilerl.algorithms import MADDPG, MATD3
     from agilerl.components.data import MultiAgentTransition, transition_to_tensordict
@@ -119,14 +82,8 @@ def _run_episodic(
         return {a: np.asarray(actions[a]).reshape(-1) for a in agent_ids}
 
     returns = evaluate_returns(lambda: make_env(task), act)
-    return cell_result(
-        library="agilerl",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
+    return Trained(
         env_steps=steps,
-        started=started,
         score={"return": returns},
         settings={
             "num_envs": NUM_ENVS,

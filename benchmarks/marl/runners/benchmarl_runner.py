@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 import tempfile
-import time
 from typing import Any
 
 import numpy as np
@@ -27,49 +26,15 @@ from benchmarl.environments.pettingzoo.common import PettingZooClass
 from torchrl.envs import PettingZooWrapper
 
 from marl.evaluation import evaluate_returns
-from marl.runners.common import cell_result, evcs_score, load_example, verify_options
+from marl.runners.common import Trained, load_example, run_example
 from marl.tasks import Task, make_env
 
 DEFAULT_BATCH = 6000
 """BenchMARL's frames per collection, off- and on-policy (``conf/experiment/base``)."""
 
 
-def run(
-    algorithm: str, task: Task, seed: int, budget: int, *, smoke: bool = False, **_: Any
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    if task.is_evcs:
-        return _run_evcs(algorithm, task, seed, budget, smoke, started)
-    return _run_episodic(algorithm, task, seed, budget, started)
-
-
-def _run_evcs(
-    algorithm: str, task: Task, seed: int, budget: int, smoke: bool, started: float
-) -> dict[str, Any]:
-    example = load_example("benchmarl_pricing")
-    verify = verify_options(task.config["scenario"], smoke)
-    argv = [
-        "--algo", algorithm,
-        "--scenario", task.config["scenario"],
-        "--budget", str(budget),
-        "--seed", str(seed),
-        "--verify-budget", str(verify["budget"]),
-        "--verify-seeds", str(verify["seeds"]),
-    ]  # fmt: skip
-    if task.rounds is not None:
-        argv += ["--rounds", str(task.rounds)]
-    out = example.main(argv)
-    return cell_result(
-        library="benchmarl",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
-        env_steps=out["evaluations"],
-        started=started,
-        score=evcs_score(out["certificate"].to_dict()),
-        settings={"command": "python examples/benchmarl_pricing.py " + " ".join(argv)},
-    )
+def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
+    return run_example("benchmarl_pricing", algorithm, task, seed, budget, smoke, task.rounds)
 
 
 class MPE2Class(PettingZooClass):
@@ -121,9 +86,7 @@ def experiment_config(algorithm: str, budget: int) -> Any:
     return cfg
 
 
-def _run_episodic(
-    algorithm: str, task: Task, seed: int, budget: int, started: float
-) -> dict[str, Any]:
+def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
     import torch
     from benchmarl.environments import VmasTask
     from benchmarl.experiment import Experiment
@@ -173,14 +136,8 @@ def _run_episodic(
         }
 
     returns = evaluate_returns(lambda: make_env(task), act)
-    return cell_result(
-        library="benchmarl",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
+    return Trained(
         env_steps=int(experiment.total_frames),
-        started=started,
         score={"return": returns},
         settings={
             "frames_per_batch": cfg.off_policy_collected_frames_per_batch

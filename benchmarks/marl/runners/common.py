@@ -1,4 +1,4 @@
-"""What every runner shares: the EVCS verification, loading an example, the result dict."""
+"""What every runner shares: the EVCS verification, the library examples, the record."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import platform
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ import numpy as np
 __all__ = [
     "REPO",
     "VERIFY",
+    "Trained",
     "cell_result",
     "evcs_score",
     "load_example",
     "package_versions",
+    "run_example",
 ]
 
 REPO = Path(__file__).resolve().parents[3]
@@ -89,6 +92,48 @@ def evcs_score(certificate: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class Trained:
+    """What a runner returns: env steps used, the score's fields, settings worth keeping."""
+
+    env_steps: int
+    score: Mapping[str, Any]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def run_example(
+    example: str,
+    algorithm: str,
+    task: Any,
+    seed: int,
+    budget: int,
+    smoke: bool,
+    rounds: int | None,
+) -> Trained:
+    """Train and verify on an EVCS task with ``examples/<example>.py``'s ``main(argv)``.
+
+    ``rounds``: the example's ``--rounds`` (None: the flag is not passed). The example
+    must return ``evaluations`` and its ``certificate`` (``ExploitabilityResult``).
+    """
+    verify = verify_options(task.config["scenario"], smoke)
+    argv = [
+        "--algo", algorithm,
+        "--scenario", task.config["scenario"],
+        "--budget", str(budget),
+        "--seed", str(seed),
+        "--verify-budget", str(verify["budget"]),
+        "--verify-seeds", str(verify["seeds"]),
+    ]  # fmt: skip
+    if rounds is not None:
+        argv += ["--rounds", str(rounds)]
+    out = load_example(example).main(argv)
+    return Trained(
+        env_steps=out["evaluations"],
+        score=evcs_score(out["certificate"].to_dict()),
+        settings={"command": f"python examples/{example}.py " + " ".join(argv)},
+    )
+
+
 def cell_result(
     *,
     library: str,
@@ -96,10 +141,8 @@ def cell_result(
     task: Any,
     seed: int,
     budget: int,
-    env_steps: int,
     started: float,
-    score: Mapping[str, Any],
-    settings: Mapping[str, Any] | None = None,
+    trained: Trained,
 ) -> dict[str, Any]:
     """The JSON-safe record of one cell."""
     return {
@@ -110,9 +153,9 @@ def cell_result(
         "seed": int(seed),
         "budget": int(budget),
         "unit": task.unit,
-        "env_steps": int(env_steps),
+        "env_steps": int(trained.env_steps),
         "wall_s": round(time.perf_counter() - started, 2),
-        "settings": dict(settings or {}),
+        "settings": dict(trained.settings),
         "versions": package_versions(),
-        **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in score.items()},
+        **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in trained.score.items()},
     }

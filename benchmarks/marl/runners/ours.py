@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import json
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from marl.evaluation import evaluate_returns
-from marl.runners.common import cell_result, evcs_score, verify_options
+from marl.runners.common import Trained, evcs_score, verify_options
 from marl.tasks import Task, make_env
 
 NUM_ENVS = 4
@@ -36,18 +35,7 @@ EPISODIC: dict[str, Any] = {
 """Config overrides on the episodic (non-EVCS) tasks; everything else is the default."""
 
 
-def run(
-    algorithm: str, task: Task, seed: int, budget: int, *, smoke: bool = False, **_: Any
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    if task.is_evcs:
-        return _run_evcs(algorithm, task, seed, budget, smoke, started)
-    return _run_episodic(algorithm, task, seed, budget, started)
-
-
-def _run_evcs(
-    algorithm: str, task: Task, seed: int, budget: int, smoke: bool, started: float
-) -> dict[str, Any]:
+def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
     from evcs_gym.cli import main as cli
 
     verify = verify_options(task.config["scenario"], smoke)
@@ -68,22 +56,14 @@ def _run_evcs(
         if cli(argv) != 0:
             raise RuntimeError(f"evcs-gym {' '.join(argv)} failed")
         summary = json.loads((Path(out) / "summary.json").read_text())
-    return cell_result(
-        library="ours",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
+    return Trained(
         env_steps=summary["evaluations"],
-        started=started,
         score=evcs_score(summary["verified_exploitability"]),
         settings={"command": "evcs-gym " + " ".join(argv[:-3])},
     )
 
 
-def _run_episodic(
-    algorithm: str, task: Task, seed: int, budget: int, started: float
-) -> dict[str, Any]:
+def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, SerialVecEnv, TrainerConfig
 
     venv = SerialVecEnv([lambda: make_env(task)] * NUM_ENVS)
@@ -108,14 +88,8 @@ def _run_episodic(
         return {a: v[0] for a, v in algo.get_pure_actions(batch).items()}
 
     returns = evaluate_returns(lambda: make_env(task), act)
-    return cell_result(
-        library="ours",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
+    return Trained(
         env_steps=summary["evaluations"],
-        started=started,
         score={"return": returns},
         settings={"num_envs": NUM_ENVS, **EPISODIC},
     )

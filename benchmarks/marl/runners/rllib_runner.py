@@ -11,53 +11,16 @@
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 from marl.evaluation import evaluate_returns
-from marl.runners.common import cell_result, evcs_score, load_example, verify_options
+from marl.runners.common import Trained, run_example
 from marl.tasks import Task, make_env
 
 
-def run(
-    algorithm: str, task: Task, seed: int, budget: int, *, smoke: bool = False, **_: Any
-) -> dict[str, Any]:
-    started = time.perf_counter()
-    if task.is_evcs:
-        return _run_evcs(algorithm, task, seed, budget, smoke, started)
-    return _run_episodic(algorithm, task, seed, budget, started)
+def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
+    return run_example("rllib_pricing", algorithm, task, seed, budget, smoke, rounds=None)
 
 
-def _run_evcs(
-    algorithm: str, task: Task, seed: int, budget: int, smoke: bool, started: float
-) -> dict[str, Any]:
-    example = load_example("rllib_pricing")
-    verify = verify_options(task.config["scenario"], smoke)
-    argv = [
-        "--algo", algorithm,
-        "--scenario", task.config["scenario"],
-        "--budget", str(budget),
-        "--seed", str(seed),
-        "--verify-budget", str(verify["budget"]),
-        "--verify-seeds", str(verify["seeds"]),
-    ]  # fmt: skip
-    out = example.main(argv)
-    return cell_result(
-        library="rllib",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
-        env_steps=out["evaluations"],
-        started=started,
-        score=evcs_score(out["certificate"].to_dict()),
-        settings={"command": "python examples/rllib_pricing.py " + " ".join(argv)},
-    )
-
-
-def _run_episodic(
-    algorithm: str, task: Task, seed: int, budget: int, started: float
-) -> dict[str, Any]:
+def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
     import ray
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
@@ -102,14 +65,8 @@ def _run_episodic(
     finally:
         if started_ray:
             ray.shutdown()
-    return cell_result(
-        library="rllib",
-        algorithm=algorithm,
-        task=task,
-        seed=seed,
-        budget=budget,
+    return Trained(
         env_steps=steps,
-        started=started,
         score={"return": returns},
         settings={
             "train_batch_size": batch,
