@@ -51,9 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from marl import report  # noqa: E402
 from marl.runners import LIBRARIES, run_cell, supports  # noqa: E402
+from marl.runners.common import REPO  # noqa: E402
 from marl.tasks import TASKS, Task, resolve_tasks  # noqa: E402
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -214,14 +213,15 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
         versions.setdefault(c["library"], c["versions"])
     command = "python benchmarks/bench_marl.py " + shlex.join(args.argv)
     previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    host = machine()
     run = {
         "command": command,
         # every command that added cells to this folder (--resume runs extend a grid)
         "commands": [
             *previous.get("commands", []),
-            {"command": command, "date": machine()["date"]},
+            {"command": command, "date": host["date"]},
         ],
-        "machine": machine(),
+        "machine": host,
         "versions": versions,
         "budgets": {n: sorted(v) for n, v in steps.items()},
         "skipped": list(skipped),

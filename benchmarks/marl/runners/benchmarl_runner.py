@@ -58,7 +58,7 @@ def mpe2_task(task: Task) -> MPE2Class:
     return MPE2Class(name="SIMPLE_SPREAD", config=config)
 
 
-def experiment_config(algorithm: str, budget: int) -> Any:
+def experiment_config(budget: int) -> Any:
     """BenchMARL's experiment defaults with the frame budget (see the module docstring)."""
     from benchmarl.experiment import ExperimentConfig
 
@@ -102,7 +102,7 @@ def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
         )
     else:
         bench_task = mpe2_task(task)
-    cfg = experiment_config(algorithm, budget)
+    cfg = experiment_config(budget)
     with tempfile.TemporaryDirectory() as folder:
         cfg.save_folder = folder
         experiment = Experiment(
