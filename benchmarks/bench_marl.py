@@ -175,13 +175,13 @@ def machine() -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    except OSError:
+    except OSError:  # no /proc (not Linux): platform.processor()'s answer stands
         pass
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
         ).stdout.strip()
-    except OSError:
+    except OSError:  # no git on the machine: the record says so by an empty commit
         commit = ""
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -57,7 +57,7 @@ def package_versions() -> dict[str, str]:
     for name in DISTRIBUTIONS:
         try:
             out[name] = version(name)
-        except PackageNotFoundError:
+        except PackageNotFoundError:  # not in this environment: left out of the record
             pass
     return out
 
