@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 
 def test_bench_vector_env_matches_serial_across_an_autoreset(load_script, capsys):
     bench = load_script("benchmarks", "bench_vector_env")
@@ -33,3 +35,28 @@ def test_bench_vector_env_without_ceiling(load_script, capsys):
     assert figures["identical"] is True
     assert "machine_ceiling" not in figures
     assert "machine ceiling" not in capsys.readouterr().out
+
+
+def test_bench_ue_reachability_on_tiny(load_script, capsys):
+    bench = load_script("benchmarks", "bench_ue_reachability")
+    argv = ["--scenario", "tiny", "--profiles", "training_0", "random_0"]
+    figures = bench.main(argv + ["--movers", "6", "--warmup", "10", "--iterations", "10"])
+    out = capsys.readouterr().out
+    assert set(figures) == {"training_0", "random_0"}
+    # the default loop meets the tail rule near the middle of the bounds
+    assert figures["training_0"]["default_loop"]["tail_last"] <= 0.03
+    # far from equilibrium there are platoons to move, and the route-cost model predicts a
+    # lone platoon's move: the saving is realised
+    moves = figures["random_0"]["unilateral"]
+    assert moves["movers"] > 0 and moves["share_realising_half"] >= 0.5
+    assert moves["realised_saving_mean"] > 0
+    for row in figures.values():
+        slow = row["slow_best_response"]
+        assert 0 <= slow["min_tail"] <= slow["first_tail"] <= 1
+    assert "unilateral moves" in out and "slow best response" in out
+
+
+def test_bench_ue_reachability_names_an_unknown_profile(load_script):
+    bench = load_script("benchmarks", "bench_ue_reachability")
+    with pytest.raises(SystemExit):
+        bench.main(["--scenario", "tiny", "--profiles", "random_99"])
