@@ -85,6 +85,7 @@ class Probe:
 
 
 def default_loop(probe: Probe, iterations: int) -> tuple[State, list[GapStats]]:
+    """``iterations`` of the default switching rule from the price-aware start (no stop)."""
     rule = make_switching_rule(probe.ev.network.settings)
     slot = probe.ev._start(probe.prices)
     history = []
@@ -97,6 +98,7 @@ def default_loop(probe: Probe, iterations: int) -> tuple[State, list[GapStats]]:
 
 
 def unilateral_moves(probe: Probe, st: State, n: int, rng: np.random.Generator) -> dict:
+    """Move ``n`` charging platoons (gap > 1 %) one at a time; predicted vs realised savings."""
     candidates = np.flatnonzero(probe.charging & st.completed & (st.gap > 0.01))
     if len(candidates) == 0:  # already at an equilibrium to within 1 %: nothing to probe
         return {"movers": 0}
@@ -128,6 +130,7 @@ def unilateral_moves(probe: Probe, st: State, n: int, rng: np.random.Generator) 
 
 
 def slow_best_response(probe: Probe, st: State, iterations: int, k: int, tabu: int) -> dict:
+    """The ``k`` worst charging platoons move per simulation, then rest ``tabu`` iterations."""
     rested = np.full(len(st.slot), -(10**9))
     tails = []
     for it in range(iterations):
