@@ -41,7 +41,7 @@ import numpy as np
 import evcs_gym
 from evcs_gym.convergence import study_profiles
 from evcs_gym.costs import relative_gap
-from evcs_gym.evaluator import _SEED_DOMAIN, EVCSRewardEvaluator, GapStats
+from evcs_gym.evaluator import EVCSRewardEvaluator, GapStats, ue_streams
 from evcs_gym.switching import SwitchInput, make_switching_rule
 
 
@@ -62,8 +62,7 @@ class Probe:
     def __init__(self, ev: EVCSRewardEvaluator, prices: dict, seed: int) -> None:
         self.ev = ev
         self.prices = ev.check_prices(prices)
-        self.rng = np.random.default_rng(np.random.SeedSequence([_SEED_DOMAIN, seed]))
-        self.engine_seed = int(self.rng.integers(0, 2**31 - 1))  # as EVCSRewardEvaluator._solve
+        self.rng, self.engine_seed = ue_streams(seed)  # the evaluator's own streams
         self.routes = ev._coster.routes
         self.rows = np.arange(len(self.routes))
         self.charging = ev.network.veh_charging

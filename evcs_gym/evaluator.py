@@ -51,7 +51,14 @@ from evcs_gym.simulation import SimulationOutput, WorldBuilder
 from evcs_gym.switching import SwitchInput, make_switching_rule
 from evcs_gym.utils import FieldwiseEquality, to_jsonable
 
-__all__ = ["EVCSRewardEvaluator", "EvalResult", "GapStats", "compute_warm_start", "gap_summary"]
+__all__ = [
+    "EVCSRewardEvaluator",
+    "EvalResult",
+    "GapStats",
+    "compute_warm_start",
+    "gap_summary",
+    "ue_streams",
+]
 
 _SEED_DOMAIN = 0x45564353  # "EVCS": separates our streams from other users of the seed
 
@@ -362,10 +369,7 @@ class EVCSRewardEvaluator:
         nd = self.network
         s = nd.settings
         tol = s.stop_tolerances
-        rng = np.random.default_rng(np.random.SeedSequence([_SEED_DOMAIN, seed]))
-        # one engine seed for every iteration (common random numbers): the UE is then a
-        # fixed point of one deterministic simulator, not of a new random draw each time
-        engine_seed = int(rng.integers(0, 2**31 - 1))
+        rng, engine_seed = ue_streams(seed)
         slot = self._start(prices)
         routes = self._coster.routes
         charging = nd.veh_charging
@@ -415,6 +419,21 @@ class EVCSRewardEvaluator:
             t_exec=self._builder.exec_seconds - exec0,
             t_costs=t_cost,
         )
+
+
+def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
+    """The UE loop's randomness for ``seed``: the switching generator and the engine seed.
+
+    One engine seed serves every iteration (common random numbers): the UE is then a
+    fixed point of one deterministic simulator, not of a new random draw each time.
+
+    Example:
+        >>> rng, engine_seed = ue_streams(0)
+        >>> engine_seed == ue_streams(0)[1] and 0 <= engine_seed < 2**31 - 1
+        True
+    """
+    rng = np.random.default_rng(np.random.SeedSequence([_SEED_DOMAIN, seed]))
+    return rng, int(rng.integers(0, 2**31 - 1))
 
 
 def _model_error(sim: SimulationOutput, pc, slot: np.ndarray, departure: np.ndarray) -> float:
