@@ -388,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "convergence",
-        help="revenues against UE start and stop-rule tolerance, with seed spread",
+        help="revenues against UE start, stop-rule tolerance and iteration cap, with seed spread",
     )
     p.add_argument("--scenario", default="siouxfalls")
     p.add_argument("--prices", help="JSON file of the base profile (e.g. `solve --out`)")
@@ -398,11 +398,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--training", type=int, default=1, help="training-like noisy profiles")
     p.add_argument("--random", type=int, default=1, help="uniform-random profiles")
     p.add_argument("--profile-seed", type=int, default=0)
+    from evcs_gym.convergence import CONDITIONS
+
     p.add_argument(
         "--conditions",
         nargs="+",
-        default=["default", "free_flow", "halved"],
-        help="default, free_flow, halved",
+        default=list(CONDITIONS),
+        choices=list(CONDITIONS),
+        help="UE variants compared with the default (all by default)",
     )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", help="write the study as JSON")

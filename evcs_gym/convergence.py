@@ -6,6 +6,12 @@ the answer beyond seed noise (DESIGN.md, evaluation semantics 5):
 
 * ``free_flow``: the UE starts from free-flow routes instead of the reference warm start;
 * ``halved``: every stop-rule tolerance halved (``ue_tolerance_scale=0.5``);
+* ``doubled_cap``: the evaluations' iteration cap doubled (``ue_max_iterations`` × 2),
+  from the default's very start (the warm start is not re-solved). Where the default
+  ends at its cap (``converged=False``) the cap is the tolerance that binds: halving
+  the gap tolerances then changes little, and only a longer run shows whether the
+  revenues were still moving. An evaluation that converged below the cap is repeated
+  bit for bit, so its paired difference is exactly zero;
 
 and compares each station's mean revenue with the default's, seed by seed (the same
 seeds in every condition). A station *agrees* when ``|mean difference| ≤ max(z · SE,
@@ -16,13 +22,14 @@ rel_tol · default revenue)`` with the standard error of the paired per-seed dif
 Example:
     >>> study = convergence_study("tiny", {"uniform": uniform_profile("tiny", 1.0)}, seeds=2)
     >>> sorted(study.conditions)
-    ['default', 'free_flow', 'halved']
+    ['default', 'doubled_cap', 'free_flow', 'halved']
     >>> isinstance(study.all_agree, bool)
     True
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +45,8 @@ from evcs_gym.utils import to_jsonable
 
 __all__ = [
     "CONDITIONS",
+    "EVALUATION_ONLY_SETTINGS",
+    "SCALED_SETTINGS",
     "ConvergenceStudy",
     "convergence_study",
     "study_profiles",
@@ -48,9 +57,17 @@ CONDITIONS: dict[str, dict[str, Any]] = {
     "default": {},
     "free_flow": {"warm_start": False},
     "halved": {"ue_tolerance_scale": 0.5},
+    "doubled_cap": {"ue_max_iterations": 2},
 }
-"""Study conditions: ``load_scenario`` keyword arguments on top of the caller's overrides
-(``ue_tolerance_scale`` multiplies the caller's)."""
+"""Study conditions: ``load_scenario`` keyword arguments on top of the caller's overrides;
+the values of :data:`SCALED_SETTINGS` multiply the caller's setting (else the scenario's),
+and :data:`EVALUATION_ONLY_SETTINGS` change the evaluations but not the warm start."""
+
+SCALED_SETTINGS = ("ue_tolerance_scale", "ue_max_iterations")
+"""Settings a condition gives as a factor of the caller's (or the scenario's) value."""
+
+EVALUATION_ONLY_SETTINGS = ("ue_max_iterations",)
+"""Settings a condition applies after loading: the warm start stays the default's."""
 
 
 def uniform_profile(scenario: str | NetworkData, price: float) -> dict[str, np.ndarray]:
@@ -170,13 +187,13 @@ class ConvergenceStudy:
         for p in self.profiles:
             lines.append(f"\n[{p}]")
             agents = self.results["default"][p].agents
-            head = f"  {'condition':<10}{'iterations':>16}{'conv':>6}{'ch gap':>8}{'>5%':>7}"
+            head = f"  {'condition':<12}{'iterations':>16}{'conv':>6}{'ch gap':>8}{'>5%':>7}"
             head += "".join(f"{a:>22}" for a in agents)
             lines.append(head)
             for c in self.conditions:
                 st = self.iteration_stats(c, p)
                 it = st["iterations"]
-                cells = f"  {c:<10}{f'{min(it)}-{np.median(it):g}-{max(it)}':>16}"
+                cells = f"  {c:<12}{f'{min(it)}-{np.median(it):g}-{max(it)}':>16}"
                 cells += f"{st['converged_share']:>6.0%}{st['charging_mean_gap_max']:>8.2%}"
                 cells += f"{st['charging_share_above_5pct_max']:>7.1%}"
                 avg = self.results[c][p]
@@ -232,7 +249,7 @@ def convergence_study(
     scenario: str,
     profiles: Mapping[str, Mapping[str, Any]],
     seeds: int | Sequence[int] = 6,
-    conditions: Sequence[str] = ("default", "free_flow", "halved"),
+    conditions: Sequence[str] = tuple(CONDITIONS),
     *,
     workers: int = 1,
     z: float = 3.0,
@@ -263,12 +280,7 @@ def convergence_study(
     seconds: dict[str, float] = {}
     for cond in names:
         t0 = time.perf_counter()
-        kwargs = {**overrides, **CONDITIONS[cond]}
-        if "ue_tolerance_scale" in CONDITIONS[cond]:  # relative to the caller's scale
-            kwargs["ue_tolerance_scale"] = CONDITIONS[cond]["ue_tolerance_scale"] * overrides.get(
-                "ue_tolerance_scale", 1.0
-            )
-        nd = load_scenario(scenario, **kwargs)
+        nd = _condition_network(scenario, cond, overrides)
         tasks = [(p, s) for p in profiles for s in seed_list]
         if workers > 1:
             from evcs_gym.pool import ParallelEvaluatorPool
@@ -285,3 +297,26 @@ def convergence_study(
             print(f"  {cond}: {len(tasks)} evaluations in {seconds[cond]:.0f} s", flush=True)
     name = scenario if isinstance(scenario, str) else str(scenario)
     return ConvergenceStudy(name, seed_list, results, z=z, rel_tol=rel_tol, seconds=seconds)
+
+
+def _condition_network(scenario: str, condition: str, overrides: Mapping[str, Any]) -> NetworkData:
+    """The scenario as ``condition`` evaluates it (see :data:`CONDITIONS`)."""
+    kwargs = _condition_settings(scenario, condition, overrides)
+    late = {k: kwargs.pop(k) for k in EVALUATION_ONLY_SETTINGS if k in CONDITIONS[condition]}
+    nd = load_scenario(scenario, **kwargs)
+    if late:
+        nd = dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **late))
+    return nd
+
+
+def _condition_settings(scenario: str, condition: str, overrides: Mapping[str, Any]) -> dict:
+    """``load_scenario`` keyword arguments of ``condition`` on top of ``overrides``."""
+    kwargs = {**overrides, **CONDITIONS[condition]}
+    for key in SCALED_SETTINGS:
+        if key in CONDITIONS[condition]:
+            base = overrides.get(key)
+            if base is None:
+                base = getattr(load_scenario(scenario, **overrides).settings, key)
+            value = CONDITIONS[condition][key] * base
+            kwargs[key] = int(value) if isinstance(base, int) else value
+    return kwargs
