@@ -303,6 +303,9 @@ def _condition_network(scenario: str, condition: str, overrides: Mapping[str, An
     """The scenario as ``condition`` evaluates it (see :data:`CONDITIONS`)."""
     kwargs = _condition_settings(scenario, condition, overrides)
     late = {k: kwargs.pop(k) for k in EVALUATION_ONLY_SETTINGS if k in CONDITIONS[condition]}
+    for k in late:  # the start is the caller's, solved under the caller's settings
+        if k in overrides:
+            kwargs[k] = overrides[k]
     nd = load_scenario(scenario, **kwargs)
     if late:
         nd = dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **late))

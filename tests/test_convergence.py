@@ -100,6 +100,11 @@ def test_conditions_scale_the_callers_settings():
     assert nd.settings.ue_max_iterations == 120
     default = evcs_gym.load_scenario("tiny")
     assert np.array_equal(nd.initial_route_choice, default.initial_route_choice)  # same start
+    nd = _condition_network("tiny", "doubled_cap", {"ue_max_iterations": 3})
+    assert nd.settings.ue_max_iterations == 6
+    short = evcs_gym.load_scenario("tiny", ue_max_iterations=3)  # the caller's start
+    assert np.array_equal(nd.initial_route_choice, short.initial_route_choice)
+    assert not np.array_equal(short.initial_route_choice, default.initial_route_choice)
     assert _condition_settings("tiny", "free_flow", {"deltan": 5}) == {
         "deltan": 5,
         "warm_start": False,
