@@ -67,7 +67,7 @@ SCALED_SETTINGS = ("ue_tolerance_scale", "ue_max_iterations")
 """Settings a condition gives as a factor of the caller's (or the scenario's) value."""
 
 EVALUATION_ONLY_SETTINGS = ("ue_max_iterations",)
-"""Settings a condition applies after loading: the warm start stays the default's."""
+"""Settings a condition applies after loading: the warm start stays the caller's."""
 
 
 def uniform_profile(scenario: str | NetworkData, price: float) -> dict[str, np.ndarray]:
