@@ -139,12 +139,15 @@ def plan(args: argparse.Namespace) -> tuple[list[Cell], list[str]]:
     return cells, skipped
 
 
-def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str | None]:
-    """Run ``cell`` in a fresh process of ``python``; None or the error's last lines."""
+def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str | None, float]:
+    """Run ``cell`` in a fresh process of ``python``.
+
+    Returns the cell, None or the error's last lines, and the process's seconds.
+    """
     record = out / "cells" / f"{cell.name}.json"
     log = out / "logs" / f"{cell.name}.log"
     if not Path(python).exists():
-        return cell, f"no Python for {cell.library} at {python} (run `nox -s {cell.library}`)"
+        return cell, f"no Python for {cell.library} at {python} (run `nox -s {cell.library}`)", 0.0
     cmd = [
         python,
         str(Path(__file__).resolve()),
@@ -158,14 +161,16 @@ def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str 
         str(record),
     ] + (["--smoke"] if smoke else [])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": "/tmp", "PYTHONHASHSEED": "0"}
+    started = time.perf_counter()
     with log.open("w") as f:
         f.write(shlex.join(cmd) + "\n")
         f.flush()
         code = subprocess.run(cmd, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT).returncode
+    seconds = time.perf_counter() - started
     if code != 0 or not record.exists():
         tail = log.read_text().strip().splitlines()[-5:]
-        return cell, f"exit status {code}; {log}:\n    " + "\n    ".join(tail)
-    return cell, None
+        return cell, f"exit status {code}; {log}:\n    " + "\n    ".join(tail), seconds
+    return cell, None, seconds
 
 
 def machine() -> dict[str, Any]:
@@ -258,10 +263,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ThreadPoolExecutor(args.jobs) as pool:
             futures = [pool.submit(run_one, c, pythons[c.library], out, args.smoke) for c in todo]
             for i, future in enumerate(futures, 1):
-                cell, error = future.result()
+                cell, error, seconds = future.result()
                 status = "ok" if error is None else "FAILED"
                 print(
-                    f"[{i}/{len(todo)}] {cell.name}: {status} ({time.perf_counter() - t0:.0f} s)",
+                    f"[{i}/{len(todo)}] {cell.name}: {status} in {seconds:.0f} s "
+                    f"({time.perf_counter() - t0:.0f} s since the grid started)",
                     flush=True,
                 )
                 if error is not None:
