@@ -3,7 +3,8 @@
 The properties of DESIGN.md evaluation semantics 5, as tests: for a profile near the
 reference, single-period deviations, training-like noise and uniform-random prices,
 each station's mean revenue over 6 seeds under the default UE agrees with (a) the
-free-flow start and (b) every stop-rule tolerance halved, within max(3 standard errors,
+free-flow start, (b) every stop-rule tolerance halved and (c) the iteration cap doubled
+from the same start, within max(3 standard errors,
 ``rel_tol`` of the station's revenue): 2 % on Sioux Falls. On ``tiny`` the rule is 5 %:
 its station B earns 2,000-4,000 from 20-40 platoons, so one platoon is 3-5 % of its
 revenue, and the UE's own noise floor (a mean charging gap of ~0.15 %) leaves the A/B
