@@ -5,8 +5,8 @@ For each scenario it evaluates, at ``--seeds`` seeds (default 6), the profiles o
 output of ``evcs-gym solve``, else the middle of the bounds), single-period spikes to
 the upper bound, a training-like noisy profile and uniform-random profiles — under the
 default UE, a free-flow start, every tolerance halved and the iteration cap doubled,
-and prints each station's mean
-revenue ± SE, the paired differences to the default, whether they agree
+and prints each station's mean revenue ± SE, the paired differences to the default,
+whether they agree
 (``|difference| <= max(3 SE, rel_tol x revenue)``), UE iterations and the charging
 platoons' worst gap statistics. This is the acceptance study of the payoff-fidelity
 issue; ``evcs-gym convergence`` runs the same for one scenario.

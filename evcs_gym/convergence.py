@@ -278,9 +278,10 @@ def convergence_study(
     names = ["default", *[c for c in conditions if c != "default"]]
     results: dict[str, dict[str, SeedAverage]] = {}
     seconds: dict[str, float] = {}
+    default = load_scenario(scenario, **overrides)
     for cond in names:
         t0 = time.perf_counter()
-        nd = _condition_network(scenario, cond, overrides)
+        nd = _condition_network(scenario, cond, default, overrides)
         tasks = [(p, s) for p in profiles for s in seed_list]
         if workers > 1:
             from evcs_gym.pool import ParallelEvaluatorPool
@@ -299,27 +300,20 @@ def convergence_study(
     return ConvergenceStudy(name, seed_list, results, z=z, rel_tol=rel_tol, seconds=seconds)
 
 
-def _condition_network(scenario: str, condition: str, overrides: Mapping[str, Any]) -> NetworkData:
-    """The scenario as ``condition`` evaluates it (see :data:`CONDITIONS`)."""
-    kwargs = _condition_settings(scenario, condition, overrides)
-    late = {k: kwargs.pop(k) for k in EVALUATION_ONLY_SETTINGS if k in CONDITIONS[condition]}
-    for k in late:  # the start is the caller's, solved under the caller's settings
-        if k in overrides:
-            kwargs[k] = overrides[k]
-    nd = load_scenario(scenario, **kwargs)
+def _condition_network(
+    scenario: str, condition: str, default: NetworkData, overrides: Mapping[str, Any]
+) -> NetworkData:
+    """The scenario as ``condition`` evaluates it (see :data:`CONDITIONS`).
+
+    ``default`` is the caller's scenario (``load_scenario(scenario, **overrides)``): the
+    base of :data:`SCALED_SETTINGS` and, for :data:`EVALUATION_ONLY_SETTINGS`, the start.
+    """
+    spec = dict(CONDITIONS[condition])
+    for key in SCALED_SETTINGS:
+        if key in spec:
+            spec[key] = spec[key] * getattr(default.settings, key)
+    late = {k: spec.pop(k) for k in EVALUATION_ONLY_SETTINGS if k in spec}
+    nd = load_scenario(scenario, **{**overrides, **spec}) if spec else default
     if late:
         nd = dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **late))
     return nd
-
-
-def _condition_settings(scenario: str, condition: str, overrides: Mapping[str, Any]) -> dict:
-    """``load_scenario`` keyword arguments of ``condition`` on top of ``overrides``."""
-    kwargs = {**overrides, **CONDITIONS[condition]}
-    for key in SCALED_SETTINGS:
-        if key in CONDITIONS[condition]:
-            base = overrides.get(key)
-            if base is None:
-                base = getattr(load_scenario(scenario, **overrides).settings, key)
-            value = CONDITIONS[condition][key] * base
-            kwargs[key] = int(value) if isinstance(base, int) else value
-    return kwargs

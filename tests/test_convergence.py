@@ -24,7 +24,6 @@ from evcs_gym.cli import main as cli
 from evcs_gym.convergence import (
     ConvergenceStudy,
     _condition_network,
-    _condition_settings,
     convergence_study,
     study_profiles,
 )
@@ -91,25 +90,23 @@ def test_doubled_cap_repeats_every_evaluation_that_converged_bit_for_bit(tiny_st
 
 
 def test_conditions_scale_the_callers_settings():
-    assert _condition_settings("tiny", "doubled_cap", {})["ue_max_iterations"] == 120
-    assert _condition_settings("tiny", "doubled_cap", {"ue_max_iterations": 7}) == {
-        "ue_max_iterations": 14
-    }
-    halved = _condition_settings("tiny", "halved", {"ue_tolerance_scale": 0.5})
-    assert halved == {"ue_tolerance_scale": 0.25}
-    nd = _condition_network("tiny", "doubled_cap", {})
-    assert nd.settings.ue_max_iterations == 120
+    def condition(name: str, **overrides):
+        default = evcs_gym.load_scenario("tiny", **overrides)
+        return _condition_network("tiny", name, default, overrides)
+
+    assert condition("doubled_cap").settings.ue_max_iterations == 120
+    assert condition("doubled_cap", ue_max_iterations=7).settings.ue_max_iterations == 14
+    assert condition("halved", ue_tolerance_scale=0.5).settings.ue_tolerance_scale == 0.25
+    free_flow = condition("free_flow", deltan=5)
+    assert free_flow.settings.deltan == 5 and free_flow.warm_start_info == {"kind": "free_flow"}
+    nd = condition("doubled_cap")
     default = evcs_gym.load_scenario("tiny")
     assert np.array_equal(nd.initial_route_choice, default.initial_route_choice)  # same start
-    nd = _condition_network("tiny", "doubled_cap", {"ue_max_iterations": 3})
+    nd = condition("doubled_cap", ue_max_iterations=3)
     assert nd.settings.ue_max_iterations == 6
     short = evcs_gym.load_scenario("tiny", ue_max_iterations=3)  # the caller's start
     assert np.array_equal(nd.initial_route_choice, short.initial_route_choice)
     assert not np.array_equal(short.initial_route_choice, default.initial_route_choice)
-    assert _condition_settings("tiny", "free_flow", {"deltan": 5}) == {
-        "deltan": 5,
-        "warm_start": False,
-    }
 
 
 @pytest.mark.xfail(strict=True, reason="open: tiny deviation_B_p2 moves with the tolerance")
