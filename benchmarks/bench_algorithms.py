@@ -80,6 +80,10 @@ def run_solver(nd, pool, args) -> dict:
     }
 
 
+def _fmt_prices(prices) -> str:
+    return " | ".join(f"{a}: " + " ".join(f"{v:.2f}" for v in p) for a, p in prices.items())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", nargs="+", default=["tiny"])
@@ -117,6 +121,13 @@ def main() -> None:
                     rows.append(run_solver(nd, pool, args))
                 else:
                     rows.append(run_learner(method, nd, pool, args))
+                c = rows[-1]["cert"]
+                print(  # a long run keeps what is done if it is stopped
+                    f"  {rows[-1]['name']} done in {rows[-1]['seconds']:.0f} s: NashConv"
+                    f" {c.relative_nash_conv:.2%} ± {c.relative_nash_conv_se:.2%} of"
+                    f" {c.total_reward:.0f}, prices {_fmt_prices(rows[-1]['prices'])}",
+                    flush=True,
+                )
         head = (
             f"{'method':<15}{'revenue':>10}{'NashConv ± SE':>17}{'max gain':>10}"
             f"{'evals':>7}{'s':>7}  prices"
@@ -125,9 +136,7 @@ def main() -> None:
         print("-" * len(head))
         for r in rows:
             c = r["cert"]
-            prices = " | ".join(
-                f"{a}: " + " ".join(f"{v:.2f}" for v in p) for a, p in r["prices"].items()
-            )
+            prices = _fmt_prices(r["prices"])
             print(
                 f"{r['name']:<15}{c.total_reward:>10.0f}"
                 f"{f'{c.relative_nash_conv:.2%} ± {c.relative_nash_conv_se:.2%}':>17}"
