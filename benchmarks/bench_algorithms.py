@@ -123,7 +123,8 @@ def main() -> None:
                     rows.append(run_learner(method, nd, pool, args))
                 c = rows[-1]["cert"]
                 print(  # a long run keeps what is done if it is stopped
-                    f"  {rows[-1]['name']} done in {rows[-1]['seconds']:.0f} s: NashConv"
+                    f"  {rows[-1]['name']} verified ({rows[-1]['seconds']:.0f} s of training or"
+                    f" solving, the table's s): NashConv"
                     f" {c.relative_nash_conv:.2%} ± {c.relative_nash_conv_se:.2%} of"
                     f" {c.total_reward:.0f}, prices {_fmt_prices(rows[-1]['prices'])}",
                     flush=True,
