@@ -48,10 +48,12 @@ def tiny_study() -> ConvergenceStudy:
 
 KNOWN_DISAGREEMENTS = {"halved/deviation_B_p2/B"}
 """Measured and open: with B's period 2 at the bound, B's revenue under halved
-tolerances is 604 ± 135 (18 %) below the default's (3,354): the UE wanders within
-its noise floor over ~5 of B's 30 platoons (README, "Convergence study"). The halved
-answer is the stable one (halved with a 240 cap: all seeds converge, B 2,875; quartered:
-2,917): the default overstates B at this spike (README, Known limitations)."""
+tolerances is 604 ± 135 (18 %) below the default's (3,417). Nobody pays B's 2.0; the
+difference is the equal-price split of period 1 (both at 1.25): B's period-1 customers
+are 113 vehicles under the default against 93 under halved tolerances (cap 240), four
+platoons. The halved answer is the stable one (halved with a 240 cap: all seeds
+converge, B 2,875; quartered: 2,917): the default overstates B at this spike (README,
+Known limitations)."""
 
 
 def test_tiny_revenues_do_not_depend_on_start(tiny_study):
