@@ -118,15 +118,16 @@ def main() -> None:
         with ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
             for method in args.methods:
                 if method == "brd":
-                    rows.append(run_solver(nd, pool, args))
+                    row = run_solver(nd, pool, args)
                 else:
-                    rows.append(run_learner(method, nd, pool, args))
-                c = rows[-1]["cert"]
+                    row = run_learner(method, nd, pool, args)
+                rows.append(row)
+                c = row["cert"]
                 print(  # a long run keeps what is done if it is stopped
-                    f"  {rows[-1]['name']} verified ({rows[-1]['seconds']:.0f} s of training or"
+                    f"  {row['name']} verified ({row['seconds']:.0f} s of training or"
                     f" solving, the table's s): NashConv"
                     f" {c.relative_nash_conv:.2%} ± {c.relative_nash_conv_se:.2%} of"
-                    f" {c.total_reward:.0f}, prices {_fmt_prices(rows[-1]['prices'])}",
+                    f" {c.total_reward:.0f}, prices {_fmt_prices(row['prices'])}",
                     flush=True,
                 )
         head = (
