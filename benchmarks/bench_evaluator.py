@@ -12,10 +12,12 @@ For each scenario (default: every bundled one) it times, in one run:
 
 each at its own seed, and prints per evaluation: seconds, UE iterations, convergence, the
 charging platoons' final gap statistics (mean, share above 5 %) next to the stop rule's
-tolerances, and the ratio eval seconds / raw-simulation seconds. Every figure is taken
-at the default stop rule.
+tolerances, why the loop stopped (``converged``, ``stalled`` or ``cap``) and the ratio
+eval seconds / raw-simulation seconds. Every figure is taken at the scenario's default
+stop rule; ``--stall-patience N`` sets ``ue_stall_patience`` (0 = run to the cap).
 
-Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]``
+Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]
+[--stall-patience 20]``
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import uxsim
 
 import evcs_gym
 from evcs_gym.simulation import WorldBuilder
+
+_STOP_LABEL = {"converged": "converged", "stalled": "stalled", "max_iterations": "cap"}
 
 
 def raw_simulation_seconds(nd: evcs_gym.NetworkData, repeats: int = 3) -> float:
@@ -62,9 +66,9 @@ def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, 
     return {"training-like": training, "uniform-random": random}
 
 
-def bench(name: str, n: int) -> dict:
+def bench(name: str, n: int, **overrides) -> dict:
     t0 = time.perf_counter()
-    nd = evcs_gym.load_scenario(name)
+    nd = evcs_gym.load_scenario(name, **overrides)
     load_s = time.perf_counter() - t0
     ev = evcs_gym.EVCSRewardEvaluator(nd)
     raw = raw_simulation_seconds(nd)
@@ -82,17 +86,18 @@ def bench(name: str, n: int) -> dict:
         f"{tol['charging_mean_gap']:.2%}, charging share above {tol['charging_tail_gap']:.0%} "
         f"<= {tol['charging_tail_share']:.0%}, completed >= {tol['min_completed_ratio']:.0%}, "
         f"{nd.settings.ue_convergence_stable_rounds} rounds; cap "
-        f"{nd.settings.ue_max_iterations} iterations"
+        f"{nd.settings.ue_max_iterations} iterations; stall patience "
+        f"{nd.settings.ue_stall_patience or 'off'}"
     )
     header = (
-        f"{'case':<20}{'seconds':>9}{'iters':>7}{'conv':>6}{'ch gap':>8}{'ch >5%':>8}"
+        f"{'case':<20}{'seconds':>9}{'iters':>7}{'stop':>11}{'ch gap':>8}{'ch >5%':>8}"
         f"{'gap':>8}{'ratio':>8}"
     )
     summary = {}
     for label, profiles in price_sets(nd, n).items():
         print(header)
         print("-" * len(header))
-        secs, iters, conv = [], [], []
+        secs, iters, conv, stalled = [], [], [], []
         for i, prices in enumerate(profiles):
             res = ev.evaluate(prices, seed=i)
             st = res.ue_stats
@@ -100,8 +105,10 @@ def bench(name: str, n: int) -> dict:
             secs.append(s)
             iters.append(res.ue_iterations)
             conv.append(res.converged)
+            reason = _STOP_LABEL[st["stop_reason"]]
+            stalled.append(reason == "stalled")
             print(
-                f"{f'{label} #{i}':<20}{s:>9.2f}{res.ue_iterations:>7}{str(res.converged):>6}"
+                f"{f'{label} #{i}':<20}{s:>9.2f}{res.ue_iterations:>7}{reason:>11}"
                 f"{st['charging_relative_gap']:>8.2%}{st['charging_tail_share']:>8.1%}"
                 f"{st['relative_gap']:>8.2%}{s / raw:>8.1f}"
             )
@@ -109,9 +116,15 @@ def bench(name: str, n: int) -> dict:
         print(
             f"{label}: median {med:.2f} s = {med / raw:.1f} raw simulations, iterations "
             f"median {statistics.median(iters):g} (min {min(iters)}, max {max(iters)}), "
-            f"converged {sum(conv)}/{len(conv)}\n"
+            f"converged {sum(conv)}/{len(conv)}, stalled {sum(stalled)}/{len(stalled)}\n"
         )
-        summary[label] = {"median_s": med, "ratio": med / raw, "iterations": iters, "conv": conv}
+        summary[label] = {
+            "median_s": med,
+            "ratio": med / raw,
+            "iterations": iters,
+            "conv": conv,
+            "stalled": stalled,
+        }
     return summary
 
 
@@ -119,9 +132,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", nargs="+", default=evcs_gym.available_scenarios())
     parser.add_argument("--n", type=int, default=6, help="profiles per price set")
+    parser.add_argument(
+        "--stall-patience",
+        type=int,
+        help="ue_stall_patience for every scenario (default: the scenario's; 0 = off)",
+    )
     args = parser.parse_args()
+    overrides = {} if args.stall_patience is None else {"ue_stall_patience": args.stall_patience}
     for name in args.scenarios:
-        bench(name, args.n)
+        bench(name, args.n, **overrides)
 
 
 if __name__ == "__main__":

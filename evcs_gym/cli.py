@@ -8,9 +8,14 @@ Commands:
     convergence  revenues against UE start and tolerance, with seed spread
     scenarios  list the bundled scenarios
 
+Every command that loads a scenario takes ``--set KEY=VALUE`` (repeatable) to override
+one of its settings (:class:`evcs_gym.ScenarioSettings`); the value is read as JSON, else
+as a string.
+
 Example:
     $ evcs-gym evaluate --scenario siouxfalls --price 1.25
     $ evcs-gym evaluate --scenario tiny --prices prices.json --json
+    $ evcs-gym convergence --scenario siouxfalls --set ue_stall_patience=20
 """
 
 from __future__ import annotations
@@ -26,6 +31,35 @@ from typing import Any
 import numpy as np
 
 __all__ = ["main"]
+
+
+def parse_settings(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """``["KEY=VALUE", ...]`` as settings overrides; each value is JSON, else a string.
+
+    Example:
+        >>> parse_settings(["ue_stall_patience=20", "warm_start_price=null", "ue_switch_rule=x"])
+        {'ue_stall_patience': 20, 'warm_start_price': None, 'ue_switch_rule': 'x'}
+    """
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"evcs-gym: --set wants KEY=VALUE, got {pair!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _scenario(args: argparse.Namespace):
+    """``load_scenario(args.scenario, **--set overrides)``; a bad setting exits with its message."""
+    import evcs_gym
+
+    try:
+        return evcs_gym.load_scenario(args.scenario, **parse_settings(args.set))
+    except evcs_gym.ScenarioError as e:
+        raise SystemExit(f"evcs-gym: {e}") from None
 
 
 def _load_prices(args: argparse.Namespace, nd) -> dict[str, np.ndarray]:
@@ -78,7 +112,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     import evcs_gym
 
     t0 = time.perf_counter()
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = _scenario(args)
     load_s = time.perf_counter() - t0
     ev = evcs_gym.EVCSRewardEvaluator(nd)
     prices = _load_prices(args, nd)
@@ -114,10 +148,9 @@ def _evaluator(nd, workers: int):
 
 
 def _cmd_exploit(args: argparse.Namespace) -> int:
-    import evcs_gym
     from evcs_gym.baselines.exploitability import exploitability
 
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = _scenario(args)
     prices = _load_prices(args, nd)
     t0 = time.perf_counter()
     with _evaluator(nd, args.workers) as backend:
@@ -139,10 +172,9 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    import evcs_gym
     from evcs_gym.baselines.best_response import BestResponseDynamics
 
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = _scenario(args)
     with _evaluator(nd, args.workers) as backend:
         solver = BestResponseDynamics(
             backend,
@@ -182,12 +214,11 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    import evcs_gym
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.exploitability import exploitability
     from evcs_gym.wrappers import make_vector_env
 
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = _scenario(args)
     out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     print(f"loaded {nd.summary()}")
     rounds = args.rounds or None  # 0: the one-step stage game
@@ -270,10 +301,9 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_convergence(args: argparse.Namespace) -> int:
-    import evcs_gym
     from evcs_gym.convergence import convergence_study, study_profiles
 
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = _scenario(args)
     base = _load_prices(args, nd) if args.prices else None
     profiles = study_profiles(
         nd,
@@ -292,6 +322,7 @@ def _cmd_convergence(args: argparse.Namespace) -> int:
         conditions=args.conditions,
         workers=args.workers,
         progress=True,
+        **parse_settings(args.set),
     )
     print(study.table())
     print(f"({time.perf_counter() - t0:.0f} s)")
@@ -414,6 +445,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("scenarios", help="list the bundled scenarios")
     p.set_defaults(func=_cmd_scenarios)
+    for name, command in sub.choices.items():
+        if name != "scenarios":
+            command.add_argument(
+                "--set",
+                action="append",
+                metavar="KEY=VALUE",
+                help="override a scenario setting (repeatable), e.g. ue_stall_patience=20",
+            )
     return parser
 
 

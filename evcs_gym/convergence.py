@@ -6,12 +6,13 @@ the answer beyond seed noise (DESIGN.md, evaluation semantics 5):
 
 * ``free_flow``: the UE starts from free-flow routes instead of the reference warm start;
 * ``halved``: every stop-rule tolerance halved (``ue_tolerance_scale=0.5``);
-* ``doubled_cap``: the evaluations' iteration cap doubled (``ue_max_iterations`` × 2),
-  from the default's very start (the warm start is not re-solved). Where the default
-  ends at its cap (``converged=False``) the cap is the tolerance that binds: halving
-  the gap tolerances then changes little, and only a longer run shows whether the
-  revenues were still moving. An evaluation that converged below the cap is repeated
-  bit for bit, so its paired difference is exactly zero;
+* ``doubled_cap``: the evaluations' iteration cap doubled (``ue_max_iterations`` × 2)
+  and no stall stop (``ue_stall_patience=0``), from the default's very start (the warm
+  start is not re-solved). Where the default ends at its cap or stalls
+  (``converged=False``) the iterations are the tolerance that binds: halving the gap
+  tolerances then changes little, and only a longer run shows whether the revenues
+  were still moving. An evaluation that converged is repeated bit for bit, so its
+  paired difference is exactly zero;
 
 and compares each station's mean revenue with the default's, seed by seed (the same
 seeds in every condition). A station *agrees* when ``|mean difference| ≤ max(z · SE,
@@ -57,7 +58,7 @@ CONDITIONS: dict[str, dict[str, Any]] = {
     "default": {},
     "free_flow": {"warm_start": False},
     "halved": {"ue_tolerance_scale": 0.5},
-    "doubled_cap": {"ue_max_iterations": 2},
+    "doubled_cap": {"ue_max_iterations": 2, "ue_stall_patience": 0},
 }
 """Study conditions: ``load_scenario`` keyword arguments on top of the caller's overrides;
 the values of :data:`SCALED_SETTINGS` multiply the caller's setting (else the scenario's),
@@ -66,7 +67,7 @@ and :data:`EVALUATION_ONLY_SETTINGS` change the evaluations but not the warm sta
 SCALED_SETTINGS = ("ue_tolerance_scale", "ue_max_iterations")
 """Settings a condition gives as a factor of the caller's (or the scenario's) value."""
 
-EVALUATION_ONLY_SETTINGS = ("ue_max_iterations",)
+EVALUATION_ONLY_SETTINGS = ("ue_max_iterations", "ue_stall_patience")
 """Settings a condition applies after loading: the warm start stays the caller's."""
 
 

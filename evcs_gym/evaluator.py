@@ -26,7 +26,9 @@ The UE loop (DESIGN.md, evaluation semantics 5):
    ``ue_convergence_stable_rounds`` iterations in a row, :class:`GapStats` meets
    ``settings.stop_tolerances``: the mean gap over completed platoons, the mean gap
    over completed *charging* platoons, the share of charging platoons above the tail
-   gap and the completed share; else at ``ue_max_iterations`` (``converged=False``);
+   gap and the completed share; else at ``ue_max_iterations`` (``converged=False``),
+   or earlier if the loop has stalled far from the rule (``ue_stall_patience``, off by
+   default; ``converged=False``, ``ue_stats["stop_reason"] == "stalled"``);
 4. otherwise switch platoons to their cheapest route (the switching rule below) and
    repeat.
 
@@ -74,8 +76,9 @@ class EvalResult(FieldwiseEquality):
         prices: station -> the (n_periods,) prices evaluated.
         ue_iterations: simulations run by the UE loop.
         converged: whether the stop rule was met before ``ue_max_iterations``.
-        ue_stats: at the final iteration ``relative_gap`` (mean over completed
-            platoons), ``completed_ratio``, ``charging_relative_gap`` and
+        ue_stats: ``stop_reason`` (``"converged"``, ``"stalled"`` or
+            ``"max_iterations"``); at the final iteration ``relative_gap`` (mean over
+            completed platoons), ``completed_ratio``, ``charging_relative_gap`` and
             ``charging_tail_share`` (the stop rule's charging criteria),
             ``charging_gap`` / ``non_charging_gap`` (:func:`gap_summary`: mean, p95,
             max, shares above 1 / 5 / 10 %), ``stop_tolerances``; per iteration
@@ -140,6 +143,29 @@ class GapStats:
             completed_ratio=float(completed.mean()) if n else 1.0,
         )
 
+    def excess(self, tol: Mapping[str, float]) -> float:
+        """The largest ratio of a stop-rule criterion to its tolerance (≤ 1 when all hold).
+
+        The completed criterion counts as the uncompleted share over the allowed one.
+        A zero tolerance makes any positive value infinitely far.
+
+        Example:
+            >>> tol = {"mean_gap": 0.01, "charging_mean_gap": 0.01,
+            ...        "charging_tail_share": 0.02, "min_completed_ratio": 0.95}
+            >>> GapStats(0.005, 0.02, 0.01, 1.0).excess(tol)
+            2.0
+        """
+        pairs = (
+            (self.mean_gap, tol["mean_gap"]),
+            (self.charging_mean_gap, tol["charging_mean_gap"]),
+            (self.charging_tail_share, tol["charging_tail_share"]),
+            (1.0 - self.completed_ratio, 1.0 - tol["min_completed_ratio"]),
+        )
+        return max(
+            value / limit if limit > 0 else (0.0 if value <= 0 else float("inf"))
+            for value, limit in pairs
+        )
+
     def meets(self, tol: Mapping[str, float]) -> bool:
         """Whether this iteration satisfies the stop rule (``settings.stop_tolerances``)."""
         return (
@@ -185,6 +211,7 @@ class _UEOutcome:
     route_slot: np.ndarray
     iterations: int
     converged: bool
+    stop_reason: str
     history: list[GapStats]
     final_gap: np.ndarray
     switch_history: list[int]
@@ -269,6 +296,7 @@ class EVCSRewardEvaluator:
         travel = ue.sim.arrival_time - nd.veh_departure
         last = ue.history[-1]
         stats = {
+            "stop_reason": ue.stop_reason,
             "relative_gap": last.mean_gap,
             "completed_ratio": last.completed_ratio,
             "charging_relative_gap": last.charging_mean_gap,
@@ -378,6 +406,8 @@ class EVCSRewardEvaluator:
         history: list[GapStats] = []
         switches: list[int] = []
         stable = 0
+        stall = _StallWatch(s.ue_stall_patience, s.ue_stall_min_improvement)
+        stop_reason = "max_iterations"
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
         exec0 = self._builder.exec_seconds
@@ -394,9 +424,15 @@ class EVCSRewardEvaluator:
             history.append(stats)
             t_cost += time.perf_counter() - t2
             t_sim += t2 - t1
-            stable = stable + 1 if stats.meets(tol) else 0
+            met = stats.meets(tol)
+            stable = stable + 1 if met else 0
             if stable >= s.ue_convergence_stable_rounds:
                 converged = True
+                stop_reason = "converged"
+                switches.append(0)
+                break
+            if stall.stalled(it, met, stats.excess(tol)):
+                stop_reason = "stalled"
                 switches.append(0)
                 break
             if it == s.ue_max_iterations - 1:
@@ -411,6 +447,7 @@ class EVCSRewardEvaluator:
             route_slot=slot,
             iterations=len(history),
             converged=converged,
+            stop_reason=stop_reason,
             history=history,
             final_gap=gap,
             switch_history=switches,
@@ -419,6 +456,38 @@ class EVCSRewardEvaluator:
             t_exec=self._builder.exec_seconds - exec0,
             t_costs=t_cost,
         )
+
+
+class _StallWatch:
+    """Tells when a UE loop has stalled far from its stop rule (``ue_stall_patience``).
+
+    Stalled: for ``patience`` iterations no iteration met the rule and the best excess
+    (:meth:`GapStats.excess`) did not drop by ``min_improvement``. ``patience`` 0 never
+    stalls.
+
+    Example:
+        >>> watch = _StallWatch(patience=2, min_improvement=0.1)
+        >>> [watch.stalled(i, False, e) for i, e in enumerate([5.0, 4.0, 3.9, 3.8])]
+        [False, False, False, True]
+    """
+
+    def __init__(self, patience: int, min_improvement: float) -> None:
+        self.patience = patience
+        self.min_improvement = min_improvement
+        self.best = float("inf")
+        self.last_progress = 0
+        self.last_met = -1
+
+    def stalled(self, iteration: int, met: bool, excess: float) -> bool:
+        if excess < self.best * (1.0 - self.min_improvement):
+            self.best = excess
+            self.last_progress = iteration
+        if met:
+            self.last_met = iteration
+        if not self.patience:
+            return False
+        since = iteration - max(self.last_progress, self.last_met)
+        return since >= self.patience
 
 
 def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
@@ -473,7 +542,9 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
     else:
         ref = {a: np.full(network.n_periods, s.warm_start_price) for a in network.agent_names}
     # solved tighter than the stop rule of evaluations (``warm_start_gap_ratio``)
-    tight = dataclasses.replace(s, ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale)
+    tight = dataclasses.replace(
+        s, ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale, ue_stall_patience=0
+    )
     free_flow = dataclasses.replace(
         network, settings=tight, reference_traveltime=None, reference_network_entry=None
     )

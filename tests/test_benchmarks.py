@@ -60,3 +60,13 @@ def test_bench_ue_reachability_names_an_unknown_profile(load_script):
     bench = load_script("benchmarks", "bench_ue_reachability")
     with pytest.raises(SystemExit):
         bench.main(["--scenario", "tiny", "--profiles", "random_99"])
+
+
+def test_bench_evaluator_reports_why_each_loop_stopped(load_script, capsys):
+    bench = load_script("benchmarks", "bench_evaluator")
+    summary = bench.bench("tiny", 3, ue_stall_patience=5)
+    out = capsys.readouterr().out
+    assert "stall patience 5" in out and "stalled" in out
+    random = summary["uniform-random"]
+    assert len(random["iterations"]) == 3 and any(random["stalled"])
+    assert not any(c and s for c, s in zip(random["conv"], random["stalled"]))

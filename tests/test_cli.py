@@ -23,6 +23,22 @@ def test_evaluate_prints_json_with_rewards(capsys):
     assert out["converged"] is True
 
 
+def test_set_overrides_a_setting_of_the_evaluated_scenario(capsys):
+    args = ["evaluate", "--scenario", "tiny", "--price", "1.0", "--json"]
+    assert main([*args, "--set", "ue_max_iterations=2", "--set", "ue_stall_patience=1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["ue_iterations"] <= 2 and out["ue_stats"]["stop_reason"] != "converged"
+
+
+@pytest.mark.parametrize(
+    ("pair", "message"),
+    [("ue_stall_patience=-1", "ue_stall_patience"), ("bogus=1", "bogus"), ("noequals", "KEY=VALUE")],
+)
+def test_set_rejects_a_bad_setting_by_name(pair, message):
+    with pytest.raises(SystemExit, match=message):
+        main(["evaluate", "--scenario", "tiny", "--set", pair])
+
+
 def test_evaluate_rejects_prices_outside_the_bounds(capsys):
     assert main(["evaluate", "--scenario", "tiny", "--price", "5.0"]) == 2
     err = capsys.readouterr().err

@@ -109,6 +109,10 @@ def test_conditions_scale_the_callers_settings():
     short = evcs_gym.load_scenario("tiny", ue_max_iterations=3)  # the caller's start
     assert np.array_equal(nd.initial_route_choice, short.initial_route_choice)
     assert not np.array_equal(short.initial_route_choice, default.initial_route_choice)
+    # the long run: the doubled cap also turns the caller's stall stop off, the others keep it
+    assert condition("doubled_cap", ue_stall_patience=20).settings.ue_stall_patience == 0
+    assert condition("halved", ue_stall_patience=20).settings.ue_stall_patience == 20
+    assert condition("free_flow", ue_stall_patience=20).settings.ue_stall_patience == 20
 
 
 @pytest.mark.xfail(strict=True, reason="open: tiny deviation_B_p2 moves with the tolerance")
@@ -203,3 +207,19 @@ def test_siouxfalls_revenues_do_not_depend_on_start_tolerance_or_cap():
     # 15,458 (6.9 %); the other 47 comparisons agree (benchmarks/results/convergence_*)
     bad = {d.split(":")[0] for d in _disagreements(study)}
     assert bad <= {"free_flow/base/3"}, bad
+
+
+@pytest.mark.slow
+@pytest.mark.siouxfalls
+def test_siouxfalls_stall_stop_keeps_the_revenues():
+    """The same study with ``ue_stall_patience=20``: the stalled evaluations (spike and
+    uniform-random profiles, which never converge) agree with the free-flow start, the
+    halved tolerances and a 200-iteration run without the stall stop (about 7 minutes)."""
+    nd = evcs_gym.load_scenario("siouxfalls")
+    base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
+    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
+    study = convergence_study("siouxfalls", profiles, seeds=6, workers=2, ue_stall_patience=20)
+    for p in ("deviation_10_p4", "random_0"):
+        assert max(study.iteration_stats("default", p)["iterations"]) < 100  # before the cap
+    bad = {d.split(":")[0] for d in _disagreements(study)}
+    assert bad <= {"free_flow/base/3"}, bad  # as without the stall stop

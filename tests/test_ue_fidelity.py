@@ -158,3 +158,79 @@ def test_warm_start_keeps_its_reference_times(tiny):
     assert info["stop_tolerances"]["charging_mean_gap"] == pytest.approx(
         tiny.settings.warm_start_gap_ratio * tiny.settings.ue_charging_gap_threshold
     )
+
+
+# ---------------------------------------------------------------- stall stop
+STALLING = {"A": [1.54, 1.01, 1.01, 0.91], "B": [0.88, 1.36, 1.0, 1.14]}
+"""A ``tiny`` profile whose UE runs to the 60-iteration cap at seed 0 (uniform-random draw)."""
+
+
+def _with(nd, **settings):
+    return dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **settings))
+
+
+def test_stall_patience_stops_a_stalled_loop_before_the_cap(tiny):
+    capped = evcs_gym.EVCSRewardEvaluator(tiny).evaluate(STALLING, seed=0)
+    assert capped.ue_stats["stop_reason"] == "max_iterations" and not capped.converged
+    assert capped.ue_iterations == tiny.settings.ue_max_iterations
+    res = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_stall_patience=10)).evaluate(STALLING, 0)
+    assert res.ue_stats["stop_reason"] == "stalled" and not res.converged
+    assert 10 < res.ue_iterations < tiny.settings.ue_max_iterations
+    # the same loop up to where it stopped: the gap history is the capped run's prefix
+    n = res.ue_iterations
+    assert res.ue_stats["charging_gap_history"] == capped.ue_stats["charging_gap_history"][:n]
+    # stalled: none of the last 10 iterations met the rule, nor set a new best excess
+    tol = res.ue_stats["stop_tolerances"]
+    stats = [
+        GapStats(g, c, t, d)
+        for g, c, t, d in zip(
+            res.ue_stats["gap_history"],
+            res.ue_stats["charging_gap_history"],
+            res.ue_stats["charging_tail_history"],
+            res.ue_stats["completed_history"],
+        )
+    ]
+    assert not any(st.meets(tol) for st in stats[-10:])
+    best_before = min(st.excess(tol) for st in stats[:-10])
+    assert min(st.excess(tol) for st in stats[-10:]) >= 0.98 * best_before
+
+
+def test_stall_patience_never_cuts_a_loop_that_is_meeting_the_rule(tiny):
+    """A loop that met the rule within the patience is never called stalled: with the
+    patience longer than the whole run, a converging evaluation is repeated bit for bit."""
+    prices = {"A": [1.0] * 4, "B": [1.0] * 4}
+    off = evcs_gym.EVCSRewardEvaluator(tiny).evaluate(prices, seed=1)
+    assert off.converged and off.ue_stats["stop_reason"] == "converged"
+    patient = _with(tiny, ue_stall_patience=off.ue_iterations)
+    assert evcs_gym.EVCSRewardEvaluator(patient).evaluate(prices, seed=1) == off
+    # a short patience can end the same loop early, as "stalled", never as converged
+    hasty = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_stall_patience=2)).evaluate(prices, 1)
+    assert hasty.ue_stats["stop_reason"] == "stalled" and not hasty.converged
+    assert hasty.ue_iterations < off.ue_iterations
+
+
+def test_stall_patience_does_not_touch_the_warm_start():
+    plain = evcs_gym.load_scenario("tiny")
+    patient = evcs_gym.load_scenario("tiny", ue_stall_patience=3)
+    assert patient.settings.ue_stall_patience == 3
+    assert np.array_equal(plain.initial_route_choice, patient.initial_route_choice)
+    assert plain.warm_start_info["iterations"] == patient.warm_start_info["iterations"]
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("ue_stall_patience", -1), ("ue_stall_patience", 2.5), ("ue_stall_min_improvement", 1.0)],
+)
+def test_stall_settings_are_checked(key, value):
+    with pytest.raises(evcs_gym.ScenarioError, match=key):
+        evcs_gym.ScenarioSettings.from_mapping({key: value})
+
+
+def test_gap_stats_excess_is_the_worst_criterion_ratio():
+    tol = evcs_gym.ScenarioSettings().stop_tolerances
+    met = GapStats(0.005, 0.005, 0.01, 0.99)
+    assert met.meets(tol) and met.excess(tol) <= 1
+    tail = GapStats(0.005, 0.005, 0.08, 0.99)  # 8 % above the tail gap, 2 % allowed
+    assert not tail.meets(tol) and tail.excess(tol) == pytest.approx(4.0)
+    stuck = GapStats(0.0, 0.0, 0.0, 0.80)  # 20 % uncompleted, 5 % allowed
+    assert stuck.excess(tol) == pytest.approx(4.0)
