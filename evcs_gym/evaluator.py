@@ -406,7 +406,7 @@ class EVCSRewardEvaluator:
         history: list[GapStats] = []
         switches: list[int] = []
         stable = 0
-        stall = _StallWatch(s.ue_stall_patience, s.ue_stall_min_improvement)
+        stall = _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
         stop_reason = "max_iterations"
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
@@ -424,14 +424,13 @@ class EVCSRewardEvaluator:
             history.append(stats)
             t_cost += time.perf_counter() - t2
             t_sim += t2 - t1
-            met = stats.meets(tol)
-            stable = stable + 1 if met else 0
+            stable = stable + 1 if stats.meets(tol) else 0
             if stable >= s.ue_convergence_stable_rounds:
                 converged = True
                 stop_reason = "converged"
                 switches.append(0)
                 break
-            if stall.stalled(it, met, stats.excess(tol)):
+            if stall.stalled(it, stats.excess(tol)):
                 stop_reason = "stalled"
                 switches.append(0)
                 break
@@ -461,33 +460,36 @@ class EVCSRewardEvaluator:
 class _StallWatch:
     """Tells when a UE loop has stalled far from its stop rule (``ue_stall_patience``).
 
-    Stalled: for ``patience`` iterations no iteration met the rule and the best excess
-    (:meth:`GapStats.excess`) did not drop by ``min_improvement``. ``patience`` 0 never
-    stalls.
+    Stalled: for ``patience`` iterations every excess (:meth:`GapStats.excess`) was above
+    ``min_excess`` and the best excess did not drop by ``min_improvement``. ``patience``
+    0 never stalls.
 
     Example:
-        >>> watch = _StallWatch(patience=2, min_improvement=0.1)
-        >>> [watch.stalled(i, False, e) for i, e in enumerate([5.0, 4.0, 3.9, 3.8])]
+        >>> watch = _StallWatch(patience=2, min_excess=2.0, min_improvement=0.1)
+        >>> [watch.stalled(i, e) for i, e in enumerate([5.0, 4.0, 3.9, 3.8])]
         [False, False, False, True]
+        >>> watch = _StallWatch(patience=2, min_excess=2.0, min_improvement=0.1)
+        >>> [watch.stalled(i, e) for i, e in enumerate([1.5, 3.0, 1.8, 3.0, 3.0])]  # 1.8 is near
+        [False, False, False, False, True]
     """
 
-    def __init__(self, patience: int, min_improvement: float) -> None:
+    def __init__(self, patience: int, min_excess: float, min_improvement: float) -> None:
         self.patience = patience
+        self.min_excess = min_excess
         self.min_improvement = min_improvement
         self.best = float("inf")
         self.last_progress = 0
-        self.last_met = -1
+        self.last_near = -1
 
-    def stalled(self, iteration: int, met: bool, excess: float) -> bool:
+    def stalled(self, iteration: int, excess: float) -> bool:
         if excess < self.best * (1.0 - self.min_improvement):
             self.best = excess
             self.last_progress = iteration
-        if met:
-            self.last_met = iteration
+        if excess <= self.min_excess:
+            self.last_near = iteration
         if not self.patience:
             return False
-        since = iteration - max(self.last_progress, self.last_met)
-        return since >= self.patience
+        return iteration - max(self.last_progress, self.last_near) >= self.patience
 
 
 def ue_streams(seed: int) -> tuple[np.random.Generator, int]:

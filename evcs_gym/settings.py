@@ -82,19 +82,20 @@ class ScenarioSettings:
     """UE iteration cap (then ``converged=False``)."""
     ue_stall_patience: int = 0
     """Stop an evaluation whose UE has stalled far from the stop rule, before the cap.
-    It is *stalled* when for this many iterations in a row (a) no iteration has met
-    the stop rule's criteria and (b) the best excess so far (:meth:`GapStats.excess
+    It is *stalled* when for this many iterations in a row (a) every iteration missed
+    the rule by more than ``ue_stall_min_excess`` (:meth:`GapStats.excess
     <evcs_gym.evaluator.GapStats.excess>`, the largest ratio of a criterion to its
-    tolerance) has not dropped by ``ue_stall_min_improvement``. The loop then ends with
-    ``converged=False`` and ``ue_stats["stop_reason"] == "stalled"``. A loop that met the
-    rule within the last ``ue_stall_patience`` iterations is never stopped by it, but
-    one that hovers near the rule can be: the patience must be long enough for the
-    scenario (on Sioux Falls, 20 leaves every converging evaluation of the convergence
-    study unchanged bit for bit; on ``tiny``, whose rule is tighter, it does not).
-    0 (the default) disables it: such evaluations run to ``ue_max_iterations``. The
-    warm start never stalls (it runs to its own cap)."""
+    tolerance) and (b) the best excess so far has not dropped by
+    ``ue_stall_min_improvement``. The loop then ends with ``converged=False`` and
+    ``ue_stats["stop_reason"] == "stalled"``. A loop that comes near the rule is never
+    cut, so an evaluation that hovers at the rule before it converges runs on as
+    without it. 0 (the default) disables it: such evaluations run to
+    ``ue_max_iterations``. The warm start never stalls (it runs to its own cap)."""
+    ue_stall_min_excess: float = 2.0
+    """``ue_stall_patience``: an iteration within this factor of every tolerance is near
+    the rule and resets the patience (≥ 1)."""
     ue_stall_min_improvement: float = 0.02
-    """Relative drop of the best excess that counts as progress for ``ue_stall_patience``."""
+    """``ue_stall_patience``: relative drop of the best excess that counts as progress."""
     ue_min_completed_ratio: float = 0.95
     """UE stop rule: minimum share of trips completed."""
     ue_switch_rule: str = "targeted"
@@ -250,6 +251,10 @@ class ScenarioSettings:
                 f"{source}: `ue_switch_rule` must be 'targeted', 'smoothed' or 'legacy', "
                 f"got {self.ue_switch_rule!r}"
             )
+        if not self.ue_stall_min_excess >= 1:
+            raise ScenarioError(
+                f"{source}: `ue_stall_min_excess` must be >= 1, got {self.ue_stall_min_excess!r}"
+            )
         if not 0 <= self.ue_stall_min_improvement < 1:
             raise ScenarioError(
                 f"{source}: `ue_stall_min_improvement` must be in [0, 1), "
@@ -318,6 +323,7 @@ _FLOAT_KEYS = {
     "ue_charging_tail_share",
     "ue_tolerance_scale",
     "ue_stall_min_improvement",
+    "ue_stall_min_excess",
     "ue_switch_charging_budget",
     "ue_switch_charging_sensitivity",
     "ue_switch_charging_memory",

@@ -32,7 +32,11 @@ def test_set_overrides_a_setting_of_the_evaluated_scenario(capsys):
 
 @pytest.mark.parametrize(
     ("pair", "message"),
-    [("ue_stall_patience=-1", "ue_stall_patience"), ("bogus=1", "bogus"), ("noequals", "KEY=VALUE")],
+    [
+        ("ue_stall_patience=-1", "ue_stall_patience"),
+        ("bogus=1", "bogus"),
+        ("noequals", "KEY=VALUE"),
+    ],
 )
 def test_set_rejects_a_bad_setting_by_name(pair, message):
     with pytest.raises(SystemExit, match=message):

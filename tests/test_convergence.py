@@ -212,14 +212,13 @@ def test_siouxfalls_revenues_do_not_depend_on_start_tolerance_or_cap():
 @pytest.mark.slow
 @pytest.mark.siouxfalls
 def test_siouxfalls_stall_stop_keeps_the_revenues():
-    """The same study with ``ue_stall_patience=20``: the stalled evaluations (spike and
-    uniform-random profiles, which never converge) agree with the free-flow start, the
+    """The same study with ``ue_stall_patience=20``: the stalled evaluations (at the
+    uniform-random profile, which never converges) agree with the free-flow start, the
     halved tolerances and a 200-iteration run without the stall stop (about 7 minutes)."""
     nd = evcs_gym.load_scenario("siouxfalls")
     base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
     profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
     study = convergence_study("siouxfalls", profiles, seeds=6, workers=2, ue_stall_patience=20)
-    for p in ("deviation_10_p4", "random_0"):
-        assert max(study.iteration_stats("default", p)["iterations"]) < 100  # before the cap
+    assert max(study.iteration_stats("default", "random_0")["iterations"]) < 100  # stalled
     bad = {d.split(":")[0] for d in _disagreements(study)}
     assert bad <= {"free_flow/base/3"}, bad  # as without the stall stop
