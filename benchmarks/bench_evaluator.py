@@ -14,17 +14,21 @@ each at its own seed, and prints per evaluation: seconds, UE iterations, converg
 charging platoons' final gap statistics (mean, share above 5 %) next to the stop rule's
 tolerances, why the loop stopped (``converged``, ``stalled`` or ``cap``) and the ratio
 eval seconds / raw-simulation seconds. Every figure is taken at the scenario's default
-stop rule; ``--stall-patience N`` sets ``ue_stall_patience`` (0 = run to the cap).
+stop rule; ``--stall-patience N [M ...]`` runs the price sets once per
+``ue_stall_patience`` value (0 = run to the cap), on one load and one raw-simulation
+timing, so the ratios compare within the run.
 
 Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]
-[--stall-patience 20]``
+[--stall-patience 0 20]``
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import uxsim
@@ -66,11 +70,16 @@ def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, 
     return {"training-like": training, "uniform-random": random}
 
 
-def bench(name: str, n: int, **overrides) -> dict:
+def bench(name: str, n: int, patience: Sequence[int | None] = (None,)) -> dict:
+    """Time ``n`` profiles of each price set on scenario ``name``.
+
+    ``patience``: ``ue_stall_patience`` values to run the sets under (``None``: the
+    scenario's own). Returns ``{label: figures}``, the label suffixed by
+    ``" (patience N)"`` when more than one value is given.
+    """
     t0 = time.perf_counter()
-    nd = evcs_gym.load_scenario(name, **overrides)
+    nd = evcs_gym.load_scenario(name)
     load_s = time.perf_counter() - t0
-    ev = evcs_gym.EVCSRewardEvaluator(nd)
     raw = raw_simulation_seconds(nd)
     tol = nd.settings.stop_tolerances
     ws = nd.warm_start_info
@@ -86,15 +95,29 @@ def bench(name: str, n: int, **overrides) -> dict:
         f"{tol['charging_mean_gap']:.2%}, charging share above {tol['charging_tail_gap']:.0%} "
         f"<= {tol['charging_tail_share']:.0%}, completed >= {tol['min_completed_ratio']:.0%}, "
         f"{nd.settings.ue_convergence_stable_rounds} rounds; cap "
-        f"{nd.settings.ue_max_iterations} iterations; stall patience "
-        f"{nd.settings.ue_stall_patience or 'off'}"
+        f"{nd.settings.ue_max_iterations} iterations"
     )
+    summary = {}
+    for value in patience:
+        settings = nd.settings
+        if value is not None:
+            settings = dataclasses.replace(settings, ue_stall_patience=value)
+        # the warm start does not depend on the patience (it never stalls): reuse the load
+        ev = evcs_gym.EVCSRewardEvaluator(dataclasses.replace(nd, settings=settings))
+        print(f"-- stall patience {settings.ue_stall_patience or 'off'}")
+        suffix = f" (patience {settings.ue_stall_patience})" if len(patience) > 1 else ""
+        for label, figures in _time_sets(ev, price_sets(nd, n), raw).items():
+            summary[label + suffix] = figures
+    return summary
+
+
+def _time_sets(ev: evcs_gym.EVCSRewardEvaluator, sets: dict[str, list[dict]], raw: float) -> dict:
     header = (
         f"{'case':<20}{'seconds':>9}{'iters':>7}{'stop':>11}{'ch gap':>8}{'ch >5%':>8}"
         f"{'gap':>8}{'ratio':>8}"
     )
     summary = {}
-    for label, profiles in price_sets(nd, n).items():
+    for label, profiles in sets.items():
         print(header)
         print("-" * len(header))
         secs, iters, conv, stalled = [], [], [], []
@@ -135,12 +158,13 @@ def main() -> None:
     parser.add_argument(
         "--stall-patience",
         type=int,
-        help="ue_stall_patience for every scenario (default: the scenario's; 0 = off)",
+        nargs="+",
+        default=[None],
+        help="ue_stall_patience value(s), each run in turn (default: the scenario's; 0 = off)",
     )
     args = parser.parse_args()
-    overrides = {} if args.stall_patience is None else {"ue_stall_patience": args.stall_patience}
     for name in args.scenarios:
-        bench(name, args.n, **overrides)
+        bench(name, args.n, args.stall_patience)
 
 
 if __name__ == "__main__":
