@@ -73,10 +73,34 @@ class _WorkerState:
 _STATE: _WorkerState | None = None
 
 
+def _exit_with_parent(parent_pid: int, interval: float = 1.0) -> None:
+    """Worker thread: end this process once the process that made the pool is gone.
+
+    A pool's owner killed by a signal (``kill``, ``timeout``, a job scheduler) runs no
+    clean-up, and ``ProcessPoolExecutor`` workers block forever on a task queue whose
+    write end they hold themselves: without this they would outlive it.
+    """
+    while True:
+        time.sleep(interval)
+        try:
+            os.kill(parent_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # pragma: no cover - alive, owned by another user
+            pass
+
+
 def _init_worker(
-    network: NetworkData, clip_prices: bool, slots: Any, ready: Any, cancelled: Any
+    network: NetworkData,
+    clip_prices: bool,
+    slots: Any,
+    ready: Any,
+    cancelled: Any,
+    parent_pid: int | None = None,
 ) -> None:
     global _STATE
+    if parent_pid is not None:
+        threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
     try:
         evaluator, error = EVCSRewardEvaluator(network, clip_prices=clip_prices), None
     except Exception as e:  # reported by every task instead of breaking the executor
@@ -173,7 +197,7 @@ class _ProcessBackend:
             max_workers=self.n_workers,
             mp_context=self._ctx,
             initializer=_init_worker,
-            initargs=(self._network, self._clip, slots, ready, self._cancelled),
+            initargs=(self._network, self._clip, slots, ready, self._cancelled, os.getpid()),
         )
         return executor, slots
 

@@ -351,6 +351,25 @@ def test_no_child_processes_left(tiny):
     assert all(helper_process(proc) for proc in new), new
 
 
+def test_workers_exit_when_the_pool_owner_is_killed():
+    """A pool owner killed by SIGKILL runs no clean-up; its workers must not outlive it."""
+    code = (
+        "import sys, time, evcs_gym\n"
+        "pool = evcs_gym.ParallelEvaluatorPool(evcs_gym.load_scenario('tiny'), n_workers=2)\n"
+        "print(*pool._worker_pids(), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    owner = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [psutil.Process(int(pid)) for pid in owner.stdout.readline().split()]
+        assert len(workers) == 2 and all(w.is_running() for w in workers)
+    finally:
+        owner.kill()
+        owner.wait()
+    gone, alive = psutil.wait_procs(workers, timeout=15)
+    assert not alive, f"workers outlived their killed owner: {alive}"
+
+
 def test_import_does_not_import_ray():
     code = "import sys, evcs_gym; assert 'ray' not in sys.modules, 'ray imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
