@@ -28,6 +28,7 @@ from evcs_gym.baselines import (
     TrainerConfig,
     exploitability,
 )
+from evcs_gym.cli import parse_settings
 from evcs_gym.pool import ParallelEvaluatorPool
 from evcs_gym.wrappers import make_vector_env
 
@@ -109,11 +110,20 @@ def main() -> None:
         choices=[*ALGORITHMS, "brd"],
         help="learners to train and/or brd (the reference solver)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a scenario setting (repeatable), e.g. ue_stall_patience=20",
+    )
     args = parser.parse_args()
+    overrides = parse_settings(args.set)
     torch.set_num_threads(1)
     for name in args.scenarios:
-        nd = evcs_gym.load_scenario(name)
+        nd = evcs_gym.load_scenario(name, **overrides)
         print(f"\n== {nd.summary()}; budget {args.budget} evaluations, seed {args.seed}")
+        if overrides:
+            print(f"settings overridden: {overrides}")
         rows = []
         with ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
             for method in args.methods:
