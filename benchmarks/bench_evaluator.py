@@ -36,8 +36,6 @@ import uxsim
 import evcs_gym
 from evcs_gym.simulation import WorldBuilder
 
-_STOP_LABEL = {"converged": "converged", "stalled": "stalled", "max_iterations": "cap"}
-
 
 def raw_simulation_seconds(nd: evcs_gym.NetworkData, repeats: int = 3) -> float:
     """Median seconds of World build + exec_simulation on free-flow routes, no logging."""
@@ -128,7 +126,7 @@ def _time_sets(ev: evcs_gym.EVCSRewardEvaluator, sets: dict[str, list[dict]], ra
             secs.append(s)
             iters.append(res.ue_iterations)
             conv.append(res.converged)
-            reason = _STOP_LABEL[st["stop_reason"]]
+            reason = "cap" if st["stop_reason"] == "max_iterations" else st["stop_reason"]
             stalled.append(reason == "stalled")
             print(
                 f"{f'{label} #{i}':<20}{s:>9.2f}{res.ue_iterations:>7}{reason:>11}"

@@ -80,14 +80,20 @@ def _exit_with_parent(parent_pid: int, interval: float = 1.0) -> None:
     clean-up, and ``ProcessPoolExecutor`` workers block forever on a task queue whose
     write end they hold themselves: without this they would outlive it.
     """
-    while True:
+    while _process_exists(parent_pid):
         time.sleep(interval)
-        try:
-            os.kill(parent_pid, 0)
-        except ProcessLookupError:
-            os._exit(1)
-        except PermissionError:  # pragma: no cover - alive, owned by another user
-            pass
+    os._exit(1)
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether ``pid`` names a live process (signal 0 probes without sending)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, owned by another user
+        return True
+    return True
 
 
 def _init_worker(

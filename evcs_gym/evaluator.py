@@ -210,8 +210,8 @@ class _UEOutcome:
     sim: SimulationOutput
     route_slot: np.ndarray
     iterations: int
-    converged: bool
     stop_reason: str
+    """``"converged"``, ``"stalled"`` or ``"max_iterations"``."""
     history: list[GapStats]
     final_gap: np.ndarray
     switch_history: list[int]
@@ -219,6 +219,10 @@ class _UEOutcome:
     t_build_sim: float
     t_exec: float
     t_costs: float
+
+    @property
+    def converged(self) -> bool:
+        return self.stop_reason == "converged"
 
 
 class EVCSRewardEvaluator:
@@ -406,12 +410,15 @@ class EVCSRewardEvaluator:
         history: list[GapStats] = []
         switches: list[int] = []
         stable = 0
-        stall = _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
-        stop_reason = "max_iterations"
+        stall = (
+            _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
+            if s.ue_stall_patience
+            else None
+        )
+        stop_reason = None
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
         exec0 = self._builder.exec_seconds
-        converged = False
         sim = pc = None
         for it in range(s.ue_max_iterations):
             t1 = time.perf_counter()
@@ -426,15 +433,12 @@ class EVCSRewardEvaluator:
             t_sim += t2 - t1
             stable = stable + 1 if stats.meets(tol) else 0
             if stable >= s.ue_convergence_stable_rounds:
-                converged = True
                 stop_reason = "converged"
-                switches.append(0)
-                break
-            if stall.stalled(it, stats.excess(tol)):
+            elif stall is not None and stall.stalled(it, stats.excess(tol)):
                 stop_reason = "stalled"
-                switches.append(0)
-                break
-            if it == s.ue_max_iterations - 1:
+            elif it == s.ue_max_iterations - 1:
+                stop_reason = "max_iterations"
+            if stop_reason is not None:
                 switches.append(0)
                 break
             new_slot = rule(SwitchInput(it, pc.cost, slot, completed, charging), rng)
@@ -445,7 +449,6 @@ class EVCSRewardEvaluator:
             sim=sim,
             route_slot=slot,
             iterations=len(history),
-            converged=converged,
             stop_reason=stop_reason,
             history=history,
             final_gap=gap,
@@ -460,9 +463,8 @@ class EVCSRewardEvaluator:
 class _StallWatch:
     """Tells when a UE loop has stalled far from its stop rule (``ue_stall_patience``).
 
-    Stalled: for ``patience`` iterations every excess (:meth:`GapStats.excess`) was above
-    ``min_excess`` and the best excess did not drop by ``min_improvement``. ``patience``
-    0 never stalls.
+    Stalled: for ``patience`` (≥ 1) iterations every excess (:meth:`GapStats.excess`) was
+    above ``min_excess`` and the best excess did not drop by ``min_improvement``.
 
     Example:
         >>> watch = _StallWatch(patience=2, min_excess=2.0, min_improvement=0.1)
@@ -487,8 +489,6 @@ class _StallWatch:
             self.last_progress = iteration
         if excess <= self.min_excess:
             self.last_near = iteration
-        if not self.patience:
-            return False
         return iteration - max(self.last_progress, self.last_near) >= self.patience
 
 
