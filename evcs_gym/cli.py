@@ -15,7 +15,7 @@ as a string.
 Example:
     $ evcs-gym evaluate --scenario siouxfalls --price 1.25
     $ evcs-gym evaluate --scenario tiny --prices prices.json --json
-    $ evcs-gym convergence --scenario siouxfalls --set ue_stall_patience=20
+    $ evcs-gym convergence --scenario siouxfalls --set ue_stall_patience=0
 """
 
 from __future__ import annotations
@@ -66,14 +66,22 @@ def _load_prices(args: argparse.Namespace, nd) -> dict[str, np.ndarray]:
     from evcs_gym.prices import uniform_prices
 
     if args.prices is not None:
-        try:
-            raw = json.loads(Path(args.prices).read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise SystemExit(f"evcs-gym: cannot read --prices {args.prices!r}: {e}") from None
-        if isinstance(raw, dict) and "prices" in raw and isinstance(raw["prices"], dict):
-            raw = raw["prices"]
-        return {str(k): np.asarray(v, dtype=float) for k, v in raw.items()}
+        return _read_price_file(args.prices, "--prices")
     return uniform_prices(nd.agent_names, nd.n_periods, args.price)
+
+
+def _read_price_file(path: str, option: str) -> dict[str, np.ndarray]:
+    """``{station: [price per period]}`` from a JSON file, or from the ``"prices"`` entry
+    of one (the output of ``solve --out`` or ``train``)."""
+    try:
+        raw = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"evcs-gym: cannot read {option} {path!r}: {e}") from None
+    if isinstance(raw, dict) and "prices" in raw and isinstance(raw["prices"], dict):
+        raw = raw["prices"]
+    if not isinstance(raw, dict):
+        raise SystemExit(f"evcs-gym: {option} {path!r} must hold {{station: [prices]}}")
+    return {str(k): np.asarray(v, dtype=float) for k, v in raw.items()}
 
 
 def format_result(nd, res, seconds: float) -> str:
@@ -189,7 +197,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
             search_seeds=args.search_seeds,
             verbose=not args.json,
         )
-        res = solver.solve()
+        res = solver.solve(_read_price_file(args.start, "--start") if args.start else None)
     out = {
         "scenario": nd.name,
         "prices": {a: v.tolist() for a, v in res.prices.items()},
@@ -411,6 +419,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-per-station", type=int, default=48)
     p.add_argument("--rounds", type=int, default=20)
     p.add_argument("--budget", type=int, default=None, help="total evaluations at most")
+    p.add_argument(
+        "--start", help="JSON file {station: [prices per period]} to start from (default: mid)"
+    )
     p.add_argument("--workers", type=int, default=1)
     _add_seed_arguments(p)
     p.add_argument("--out", help="write prices and certificate to this JSON file")

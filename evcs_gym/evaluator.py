@@ -27,8 +27,9 @@ The UE loop (DESIGN.md, evaluation semantics 5):
    ``settings.stop_tolerances``: the mean gap over completed platoons, the mean gap
    over completed *charging* platoons, the share of charging platoons above the tail
    gap and the completed share; else at ``ue_max_iterations`` (``converged=False``),
-   or earlier if the loop has stalled far from the rule (``ue_stall_patience``, off by
-   default; ``converged=False``, ``ue_stats["stop_reason"] == "stalled"``);
+   or earlier if the loop has stalled far from the rule (``ue_stall_patience``: 20 in
+   the bundled road scenarios; ``converged=False``,
+   ``ue_stats["stop_reason"] == "stalled"``);
 4. otherwise switch platoons to their cheapest route (the switching rule below) and
    repeat.
 

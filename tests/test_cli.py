@@ -83,3 +83,17 @@ def test_solve_then_exploit_its_answer(tmp_path, capsys):
     # exploit reads the solver's file (its "prices" entry) and prints JSON
     assert main(["exploit", "--scenario", "tiny", "--prices", str(answer), "--budget", "4"]) == 0
     assert "NashConv" in capsys.readouterr().out
+
+
+@pytest.mark.timeout(300)
+def test_solve_starts_from_a_price_file(tmp_path, capsys):
+    start = tmp_path / "start.json"
+    start.write_text(json.dumps({"A": [0.5] * 4, "B": [1.75] * 4}))
+    answer = tmp_path / "solver.json"
+    argv = ["solve", "--scenario", "tiny", "--rounds", "1", "--budget-per-station", "4"]
+    assert main([*argv, "--start", str(start), "--out", str(answer)]) == 0
+    first = json.loads(answer.read_text())["history"][0]["prices"]
+    assert first == {"A": [0.5] * 4, "B": [1.75] * 4}  # round 1 certifies the start
+    start.write_text("[0.5, 1.75]")
+    with pytest.raises(SystemExit, match=r"--start .*start\.json.* must hold"):
+        main([*argv, "--start", str(start)])

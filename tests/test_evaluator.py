@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import evcs_gym
+from evcs_gym.convergence import study_profiles
 from evcs_gym.errors import PriceError
 from evcs_gym.simulation import WorldBuilder
 
@@ -214,6 +215,19 @@ def test_siouxfalls_uniform_converges_and_charges_all_demand(siouxfalls):
     assert res.ue_stats["completed_ratio"] >= 0.95
     charged = sum(f.sum() for f in res.flows.values())
     assert abs(charged - 3750) <= 0.02 * 3750
+
+
+@pytest.mark.siouxfalls
+def test_siouxfalls_stops_a_stalled_loop_by_default(siouxfalls):
+    """Uniform-random prices over the whole bounds rarely meet the Sioux Falls stop rule;
+    the default stall stop (``ue_stall_patience=20``) ends such a loop (here the
+    convergence study's ``random_0``, 55 iterations) long before the 100-iteration cap
+    and says so."""
+    base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
+    prices = study_profiles(siouxfalls, base, deviations=1, training_like=1, random=1)["random_0"]
+    res = evcs_gym.EVCSRewardEvaluator(siouxfalls).evaluate(prices, seed=0)
+    assert res.ue_stats["stop_reason"] == "stalled" and not res.converged
+    assert 20 <= res.ue_iterations < 0.7 * siouxfalls.settings.ue_max_iterations
 
 
 @pytest.mark.siouxfalls

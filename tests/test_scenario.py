@@ -39,6 +39,18 @@ def test_siouxfalls_matches_the_published_network(siouxfalls):
             assert got == value, key
 
 
+@pytest.mark.parametrize(
+    ("name", "patience"),
+    [("siouxfalls", 20), ("berlin_friedrichshain", 20), ("anaheim", 20), ("tiny", 0)],
+)
+def test_bundled_stall_stop(name, patience):
+    """The road scenarios stop a stalled UE loop after 20 iterations; ``tiny``, on which
+    the stall stop saves little, runs to its cap (``ue_stall_patience`` 0)."""
+    folder = scenario_folder(name)
+    raw = json.loads((folder / f"{folder.name}_settings.json").read_text())
+    assert raw.get("ue_stall_patience", 0) == patience
+
+
 @pytest.mark.parametrize("name", ["berlin_friedrichshain", "anaheim"])
 @pytest.mark.slow
 def test_large_bundled_scenarios_load(name):
