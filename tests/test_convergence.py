@@ -195,6 +195,15 @@ def test_cli_convergence_prints_the_table(tmp_path, capsys):
     assert json.loads(out.read_text())["scenario"] == "tiny"
 
 
+def _siouxfalls_study(**overrides):
+    """The acceptance study's Sioux Falls profiles (the previous solver equilibrium, one
+    spike, one training-like and one uniform-random profile) at 6 seeds."""
+    nd = evcs_gym.load_scenario("siouxfalls")
+    base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
+    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
+    return convergence_study("siouxfalls", profiles, seeds=6, workers=2, **overrides)
+
+
 @pytest.mark.slow
 @pytest.mark.siouxfalls
 def test_siouxfalls_revenues_do_not_depend_on_start_tolerance_or_cap():
@@ -202,10 +211,7 @@ def test_siouxfalls_revenues_do_not_depend_on_start_tolerance_or_cap():
     idle cores): the uniform-random evaluations stall (``ue_stall_patience=20``) and
     agree with the free-flow start, the halved tolerances and a 200-iteration run
     without the stall stop."""
-    nd = evcs_gym.load_scenario("siouxfalls")
-    base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
-    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
-    study = convergence_study("siouxfalls", profiles, seeds=6, workers=2)
+    study = _siouxfalls_study()
     assert max(study.iteration_stats("default", "random_0")["iterations"]) < 100  # stalled
     # measured and open: station 3 at this profile from a free-flow start, +1,062 ± 237 on
     # 15,458 (6.9 %); the other 47 comparisons agree (benchmarks/results/convergence_*)
@@ -219,10 +225,7 @@ def test_siouxfalls_revenues_without_the_stall_stop():
     """The same study with the stall stop off (``ue_stall_patience=0``, about 9 minutes):
     the uniform-random evaluations run to the 100-iteration cap, with the same
     agreement."""
-    nd = evcs_gym.load_scenario("siouxfalls")
-    base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
-    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
-    study = convergence_study("siouxfalls", profiles, seeds=6, workers=2, ue_stall_patience=0)
+    study = _siouxfalls_study(ue_stall_patience=0)
     assert min(study.iteration_stats("default", "random_0")["iterations"]) == 100  # the cap
     bad = {d.split(":")[0] for d in _disagreements(study)}
     assert bad <= {"free_flow/base/3"}, bad
