@@ -69,6 +69,7 @@ def test_values_equal_the_raw_infos(tiny, kind):
         assert n["revenue"] == r["revenue"] > 0 or n["revenue"] == r["revenue"] == 0
         assert n["reward_raw"] == r["reward_raw"]
         assert n["converged"] == float(r["converged"])
+        assert n["stalled"] == float(r["ue_stats"]["stop_reason"] == "stalled") == 0.0
         assert n["ue_iterations"] == r["ue_iterations"] >= 1
         assert n["action_clipped"] == 0.0
         assert n["relative_gap"] == r["ue_stats"]["relative_gap"]
@@ -76,6 +77,18 @@ def test_values_equal_the_raw_infos(tiny, kind):
         assert n["charging_tail_share"] == r["ue_stats"]["charging_tail_share"]
         assert n["completed_ratio"] == r["ue_stats"]["completed_ratio"]
     assert num["A"]["revenue"] + num["B"]["revenue"] > 0
+
+
+def test_stalled_is_one_when_the_ue_stalled(tiny):
+    stalling = evcs_gym.load_scenario(  # a rule out of reach, no progress counts: stalls at once
+        "tiny", ue_tolerance_scale=0.01, ue_stall_patience=1, ue_stall_min_improvement=0.99
+    )
+    env = NumericInfo(evcs_gym.parallel_env(scenario=stalling), keys=["converged", "stalled"])
+    env.reset(seed=0)
+    raw = evcs_gym.EVCSRewardEvaluator(stalling).evaluate(PRICES, seed=0)
+    infos = env.step(PRICES)[4]
+    assert raw.ue_stats["stop_reason"] == "stalled"
+    assert infos["A"] == {"converged": 0.0, "stalled": 1.0}
 
 
 def test_clipped_action_is_one(tiny):

@@ -15,6 +15,7 @@ a fixed-shape float array. :class:`NumericInfo` gives them exactly that:
 | `flows`               | (P,)  | vehicles that started charging in each period             |
 | `action_clipped`      | ()    | 1.0 if the action was clipped into the bounds             |
 | `converged`           | ()    | 1.0 if the UE met its stop rule                           |
+| `stalled`             | ()    | 1.0 if the UE stopped because it stalled (``stop_reason``)|
 | `ue_iterations`       | ()    | UE iterations of the evaluation                           |
 | `relative_gap`        | ()    | final mean relative gap of all completed platoons         |
 | `charging_gap`        | ()    | final mean relative gap of the charging platoons          |
@@ -68,6 +69,7 @@ NUMERIC_INFO_KEYS: tuple[str, ...] = (
     "flows",
     "action_clipped",
     "converged",
+    "stalled",
     "ue_iterations",
     *_UE_STATS,
     "round",
@@ -172,6 +174,8 @@ class NumericInfo(BaseParallelWrapper):
         values: dict[str, Any] = {k: info[k] for k in ("prices", "flows", *_TOP_LEVEL)}
         for key, stat in _UE_STATS.items():
             values[key] = stats.get(stat, math.nan)
+        reason = stats.get("stop_reason")
+        values["stalled"] = math.nan if reason is None else float(reason == "stalled")
         values["round"] = info.get("round", self._round)
         out: dict[str, Any] = {}
         for k in self.info_keys:
