@@ -4,7 +4,9 @@ For each (platoon, route) pair the trip is walked link by link, from the time th
 platoon left its origin queue, through the time-dependent travel-time table of the last
 simulation (numpy, all pairs at once):
 the arrival time gives the time cost, the entry time of the charging link gives the
-pricing period and so the charging cost.
+pricing period and so the charging cost. With heterogeneous drivers
+(``station_taste_scale`` > 0) a charging route also costs the platoon's fixed taste for
+its station (:func:`station_tastes`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,38 @@ import numpy as np
 
 from evcs_gym.network import NetworkData
 
-__all__ = ["PairCosts", "RouteCoster", "relative_gap"]
+__all__ = ["PairCosts", "RouteCoster", "relative_gap", "station_tastes"]
+
+_TASTE_DOMAIN = 0x54415354  # "TAST": the taste stream, apart from every other use of a seed
+
+
+def station_tastes(network: NetworkData) -> np.ndarray:
+    """Each platoon's fixed taste for each station, (n_platoons, n_agents), in currency.
+
+    Gumbel draws of scale ``settings.station_taste_scale`` from
+    ``settings.station_taste_seed``, shifted so that each platoon's smallest taste is 0
+    (differences, which alone drive choices, are logistic: identical platoons split
+    between two equally dear stations like a logit model of that scale). Zero for
+    non-charging platoons and when the scale is 0. A function of the scenario alone.
+
+    Example:
+        >>> import evcs_gym
+        >>> nd = evcs_gym.load_scenario("tiny", warm_start=False, station_taste_scale=2.0)
+        >>> taste = station_tastes(nd)
+        >>> taste.shape == (nd.n_platoons, nd.n_agents), bool(taste.min(axis=1).max() == 0)
+        (True, True)
+        >>> bool((taste[~nd.veh_charging] == 0).all())
+        True
+    """
+    s = network.settings
+    shape = (network.n_platoons, network.n_agents)
+    if s.station_taste_scale == 0:
+        return np.zeros(shape)
+    rng = np.random.default_rng(np.random.SeedSequence([_TASTE_DOMAIN, s.station_taste_seed]))
+    taste = rng.gumbel(0.0, s.station_taste_scale, size=shape)
+    taste -= taste.min(axis=1, keepdims=True)
+    taste[~network.veh_charging] = 0.0
+    return taste
 
 
 @dataclass
@@ -68,6 +101,10 @@ class RouteCoster:
         charge_link = nd.route_charging_link[self.pair_route]
         self.pair_station = np.where(charge_link >= 0, nd.links.station[charge_link], -1)
         self.pair_departure = nd.veh_departure[self.pair_veh]
+        self.pair_taste = None
+        if s.station_taste_scale > 0:
+            taste = station_tastes(nd)[self.pair_veh, np.maximum(self.pair_station, 0)]
+            self.pair_taste = np.where(self.pair_station >= 0, taste, 0.0)
         self.lmax = lmax
 
     def compute(
@@ -104,6 +141,8 @@ class RouteCoster:
         price = np.where(charging, prices[np.maximum(self.pair_station, 0), period], 0.0)
         price_cost = price * self.energy
         cost = self.time_value * travel + price_cost
+        if self.pair_taste is not None:
+            cost += self.pair_taste
         out = []
         for values, fill in (
             (cost, np.inf),

@@ -150,6 +150,16 @@ class ScenarioSettings:
     """Station's cost per kWh sold; rewards are ``(price - energy_cost) * energy * flow``."""
     default_seed: int = 0
     """Seed used when an evaluation is asked for with ``seed=None``."""
+    station_taste_scale: float = 0.0
+    """Heterogeneous drivers (opt-in): every charging platoon carries a fixed taste for
+    every station, in currency, added to the cost of the routes through it — Gumbel
+    draws of this scale, shifted so that each platoon's smallest is 0. Identical
+    platoons then split between stations as in a logit model of this scale instead of
+    all being near-indifferent at once. 0 (default): identical drivers. The tastes
+    enter choices and gaps, never revenues."""
+    station_taste_seed: int = 0
+    """Seed of the taste draws (``station_taste_scale``): part of the scenario, not of an
+    evaluation's seed, so every evaluation faces the same drivers."""
     warm_start_price: float | None = None
     """Uniform reference price whose equilibrium, computed once when the scenario loads,
     is every evaluation's starting assignment. ``None``: the middle of the common
@@ -243,6 +253,8 @@ class ScenarioSettings:
             "ue_switch_decay",
             "energy_cost_per_kwh",
             "ue_stall_patience",
+            "station_taste_scale",
+            "station_taste_seed",
         ]
         for name in non_negative:
             value = getattr(self, name)
@@ -310,6 +322,7 @@ _INT_KEYS = {
     "ue_stall_patience",
     "ue_switch_budget_min",
     "default_seed",
+    "station_taste_seed",
 }
 _FLOAT_KEYS = {
     "simulation_time",
@@ -342,6 +355,7 @@ _FLOAT_KEYS = {
     "flow_scale_factor",
     "reward_scale",
     "energy_cost_per_kwh",
+    "station_taste_scale",
 }
 
 
