@@ -120,6 +120,19 @@ def test_tiny_known_disagreement_is_still_there(tiny_study):
     assert tiny_study.comparison("halved", "deviation_B_p2")["B"]["agrees"]
 
 
+def test_heterogeneous_drivers_pin_the_split_tiny_leaves_open():
+    """With station tastes (``station_taste_scale=4``) every comparison on ``tiny`` agrees
+    at Sioux Falls' 2 % rule, B's spike under halved tolerances included (the known
+    disagreement of identical drivers above)."""
+    nd = evcs_gym.load_scenario("tiny", station_taste_scale=4.0)
+    profiles = study_profiles(nd, deviations=2, training_like=1, random=1)
+    study = convergence_study(
+        "tiny", profiles, seeds=6, workers=2, rel_tol=0.02, station_taste_scale=4.0
+    )
+    assert _disagreements(study) == []
+    assert study.comparison("halved", "deviation_B_p2")["B"]["difference"] == 0.0
+
+
 def test_study_reports_every_profile_and_condition(tiny_study):
     assert tiny_study.conditions == ["default", "free_flow", "halved", "doubled_cap"]
     assert tiny_study.profiles == [
