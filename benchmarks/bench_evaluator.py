@@ -16,10 +16,11 @@ tolerances, why the loop stopped (``converged``, ``stalled`` or ``cap``) and the
 eval seconds / raw-simulation seconds. Every figure is taken at the scenario's default
 stop rule; ``--stall-patience N [M ...]`` runs the price sets once per
 ``ue_stall_patience`` value (0 = run to the cap), on one load and one raw-simulation
-timing, so the ratios compare within the run.
+timing, so the ratios compare within the run. ``--set KEY=VALUE`` overrides a scenario
+setting (as on the command line), e.g. ``station_taste_scale=4``.
 
 Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]
-[--stall-patience 0 20]``
+[--stall-patience 0 20] [--set KEY=VALUE]``
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 import uxsim
 
 import evcs_gym
+from evcs_gym.cli import parse_settings
 from evcs_gym.simulation import WorldBuilder
 
 
@@ -68,20 +70,25 @@ def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, 
     return {"training-like": training, "uniform-random": random}
 
 
-def bench(name: str, n: int, patience: Sequence[int | None] = (None,)) -> dict:
+def bench(
+    name: str, n: int, patience: Sequence[int | None] = (None,), **overrides: object
+) -> dict:
     """Time ``n`` profiles of each price set on scenario ``name``.
 
     ``patience``: ``ue_stall_patience`` values to run the sets under (``None``: the
-    scenario's own). Returns ``{label: figures}``, the label suffixed by
-    ``" (patience N)"`` when more than one value is given.
+    scenario's own). ``overrides``: scenario settings (``load_scenario`` keywords).
+    Returns ``{label: figures}``, the label suffixed by ``" (patience N)"`` when more
+    than one value is given.
     """
     t0 = time.perf_counter()
-    nd = evcs_gym.load_scenario(name)
+    nd = evcs_gym.load_scenario(name, **overrides)
     load_s = time.perf_counter() - t0
     raw = raw_simulation_seconds(nd)
     tol = nd.settings.stop_tolerances
     ws = nd.warm_start_info
     print(f"\n== {nd.summary()}")
+    if overrides:
+        print("settings overridden: " + ", ".join(f"{k}={v}" for k, v in overrides.items()))
     print(
         f"load {load_s:.2f} s (route sets {nd.route_seconds:.2f} s, warm start "
         f"{nd.timings.get('warm_start', 0.0):.2f} s, {ws.get('iterations', 0)} UE iterations, "
@@ -160,9 +167,15 @@ def main() -> None:
         default=[None],
         help="ue_stall_patience value(s), each run in turn (default: the scenario's; 0 = off)",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a scenario setting (repeatable), e.g. station_taste_scale=4",
+    )
     args = parser.parse_args()
     for name in args.scenarios:
-        bench(name, args.n, args.stall_patience)
+        bench(name, args.n, args.stall_patience, **parse_settings(args.set))
 
 
 if __name__ == "__main__":

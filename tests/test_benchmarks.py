@@ -64,8 +64,9 @@ def test_bench_ue_reachability_names_an_unknown_profile(load_script):
 
 def test_bench_evaluator_reports_why_each_loop_stopped(load_script, capsys):
     bench = load_script("benchmarks", "bench_evaluator")
-    summary = bench.bench("tiny", 3, patience=[0, 5])
+    summary = bench.bench("tiny", 3, patience=[0, 5], station_taste_scale=2.0)
     out = capsys.readouterr().out
+    assert "settings overridden: station_taste_scale=2.0" in out
     assert "stall patience off" in out and "stall patience 5" in out and "stalled" in out
     off, on = summary["uniform-random (patience 0)"], summary["uniform-random (patience 5)"]
     assert not any(off["stalled"]) and any(on["stalled"])
