@@ -70,9 +70,7 @@ def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, 
     return {"training-like": training, "uniform-random": random}
 
 
-def bench(
-    name: str, n: int, patience: Sequence[int | None] = (None,), **overrides: object
-) -> dict:
+def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrides: object) -> dict:
     """Time ``n`` profiles of each price set on scenario ``name``.
 
     ``patience``: ``ue_stall_patience`` values to run the sets under (``None``: the
