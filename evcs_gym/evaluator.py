@@ -16,7 +16,8 @@ The UE loop (DESIGN.md, evaluation semantics 5):
 2. for every platoon compute the cost of every route in its set — value of time ×
    travel time + for charging routes the price of the period in which it enters the
    charging link × energy — by walking the route through this simulation's
-   time-dependent link travel times (:mod:`evcs_gym.costs`) *from the moment the
+   time-dependent link travel times (:mod:`evcs_gym.costs`; with heterogeneous drivers
+   plus the platoon's fixed taste for the station) *from the moment the
    platoon left its origin node's queue* (UXsim holds departing vehicles there; the
    wait counts in the travel time). The platoon's experienced cost is that of its own
    route, measured the same way, so chosen and alternative routes are compared on one
