@@ -15,6 +15,7 @@ split uncertain by one to five platoons whatever the tolerance (measured: README
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -242,3 +243,25 @@ def test_siouxfalls_revenues_without_the_stall_stop():
     assert min(study.iteration_stats("default", "random_0")["iterations"]) == 100  # the cap
     bad = {d.split(":")[0] for d in _disagreements(study)}
     assert bad <= {"free_flow/base/3"}, bad
+
+
+@pytest.mark.slow
+@pytest.mark.siouxfalls
+def test_siouxfalls_heterogeneous_drivers_pin_the_solver_equilibriums_split():
+    """At the current solver equilibrium (nearly all 0.5) identical drivers split by the
+    start (station 3: -13 % from free flow, README "Convergence study"). With station
+    tastes of scale 8 every station agrees from either start and under halved tolerances
+    at that profile, its spike and a training-like profile (about 5 minutes)."""
+    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
+    base = json.loads((results / "solve_siouxfalls.json").read_text())["prices"]
+    nd = evcs_gym.load_scenario("siouxfalls", station_taste_scale=8.0)
+    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=0)
+    study = convergence_study(
+        "siouxfalls",
+        profiles,
+        seeds=6,
+        conditions=("default", "free_flow", "halved"),
+        workers=2,
+        station_taste_scale=8.0,
+    )
+    assert _disagreements(study) == []
