@@ -64,9 +64,8 @@ def test_bench_ue_reachability_names_an_unknown_profile(load_script):
 
 def test_bench_evaluator_reports_why_each_loop_stopped(load_script, capsys):
     bench = load_script("benchmarks", "bench_evaluator")
-    summary = bench.bench("tiny", 3, patience=[0, 5], station_taste_scale=2.0)
+    summary = bench.bench("tiny", 3, patience=[0, 5])
     out = capsys.readouterr().out
-    assert "settings overridden: station_taste_scale=2.0" in out
     assert "stall patience off" in out and "stall patience 5" in out and "stalled" in out
     off, on = summary["uniform-random (patience 0)"], summary["uniform-random (patience 5)"]
     assert not any(off["stalled"]) and any(on["stalled"])
@@ -74,3 +73,10 @@ def test_bench_evaluator_reports_why_each_loop_stopped(load_script, capsys):
     # here it only shortened loops that would not have converged (not a law: see settings)
     for c, a, b in zip(off["conv"], off["iterations"], on["iterations"]):
         assert (a == b) if c else (b <= a)
+
+
+def test_bench_evaluator_applies_and_prints_setting_overrides(load_script, capsys):
+    bench = load_script("benchmarks", "bench_evaluator")
+    summary = bench.bench("tiny", 1, station_taste_scale=2.0)
+    assert "settings overridden: station_taste_scale=2.0" in capsys.readouterr().out
+    assert len(summary["training-like"]["iterations"]) == 1
