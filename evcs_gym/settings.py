@@ -151,12 +151,13 @@ class ScenarioSettings:
     default_seed: int = 0
     """Seed used when an evaluation is asked for with ``seed=None``."""
     station_taste_scale: float = 0.0
-    """Heterogeneous drivers (opt-in): every charging platoon carries a fixed taste for
-    every station, in currency, added to the cost of the routes through it — Gumbel
-    draws of this scale, shifted so that each platoon's smallest is 0. Identical
-    platoons then split between stations as in a logit model of this scale instead of
-    all being near-indifferent at once. 0 (default): identical drivers. The tastes
-    enter choices and gaps, never revenues."""
+    """Heterogeneous drivers: every charging platoon carries a fixed taste for every
+    station, in currency, added to the cost of the routes through it — Gumbel draws of
+    this scale, shifted so that each platoon's smallest is 0. Identical platoons then
+    split between stations as in a logit model of this scale instead of all being
+    near-indifferent at once. 0 (the dataclass default, and ``tiny``'s, Berlin's and
+    Anaheim's): identical drivers. Sioux Falls sets 4. The tastes enter choices and
+    gaps, never revenues."""
     station_taste_seed: int = 0
     """Seed of the taste draws (``station_taste_scale``): part of the scenario, not of an
     evaluation's seed, so every evaluation faces the same drivers."""

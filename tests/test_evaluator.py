@@ -221,7 +221,7 @@ def test_siouxfalls_uniform_converges_and_charges_all_demand(siouxfalls):
 def test_siouxfalls_stops_a_stalled_loop_by_default(siouxfalls):
     """Uniform-random prices over the whole bounds rarely meet the Sioux Falls stop rule;
     the default stall stop (``ue_stall_patience=20``) ends such a loop (here the
-    convergence study's ``random_0``, 55 iterations) long before the 100-iteration cap
+    convergence study's ``random_0``, 41 iterations) long before the 100-iteration cap
     and says so."""
     base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
     prices = study_profiles(siouxfalls, base, deviations=1, training_like=1, random=1)["random_0"]

@@ -51,6 +51,19 @@ def test_bundled_stall_stop(name, patience):
     assert raw.get("ue_stall_patience", 0) == patience
 
 
+@pytest.mark.parametrize(
+    ("name", "scale"),
+    [("siouxfalls", 4.0), ("berlin_friedrichshain", 0.0), ("anaheim", 0.0), ("tiny", 0.0)],
+)
+def test_bundled_station_tastes(name, scale):
+    """Sioux Falls' drivers carry station tastes of scale 4 (README "Heterogeneous
+    drivers"); the other bundled scenarios keep identical drivers."""
+    folder = scenario_folder(name)
+    raw = json.loads((folder / f"{folder.name}_settings.json").read_text())
+    assert raw.get("station_taste_scale", 0.0) == scale
+    assert raw.get("station_taste_seed", 0) == 0
+
+
 @pytest.mark.parametrize("name", ["berlin_friedrichshain", "anaheim"])
 @pytest.mark.slow
 def test_large_bundled_scenarios_load(name):

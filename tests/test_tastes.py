@@ -21,7 +21,7 @@ def tasty() -> evcs_gym.NetworkData:
     return evcs_gym.load_scenario("tiny", station_taste_scale=2.0)
 
 
-def test_off_by_default(tiny):
+def test_off_where_the_scenario_does_not_set_them(tiny):
     assert tiny.settings.station_taste_scale == 0.0
     assert not station_tastes(tiny).any()
     assert RouteCoster(tiny).pair_taste is None
