@@ -81,6 +81,14 @@ def run_solver(nd, pool, args) -> dict:
     }
 
 
+def _fmt_gains(cert) -> str:
+    """Each station's best verified relative gain ± SE, ``*`` where significant."""
+    return ", ".join(
+        f"{a}: {d.relative_gain:.2%} ± {d.relative_gain_se:.2%}" + ("*" if d.significant else "")
+        for a, d in cert.deviations.items()
+    )
+
+
 def _fmt_prices(prices) -> str:
     return " | ".join(f"{a}: " + " ".join(f"{v:.2f}" for v in p) for a, p in prices.items())
 
@@ -137,7 +145,8 @@ def main() -> None:
                     f"  {row['name']} verified ({row['seconds']:.0f} s of training or"
                     f" solving, the table's s): NashConv"
                     f" {c.relative_nash_conv:.2%} ± {c.relative_nash_conv_se:.2%} of"
-                    f" {c.total_reward:.0f}, prices {_fmt_prices(row['prices'])}",
+                    f" {c.total_reward:.0f}, prices {_fmt_prices(row['prices'])};"
+                    f" per-station gains {_fmt_gains(c)}",
                     flush=True,
                 )
         head = (
@@ -159,12 +168,7 @@ def main() -> None:
             f" over {args.verify_seeds} seeds, * significant):"
         )
         for r in rows:
-            gains = ", ".join(
-                f"{a}: {d.relative_gain:.2%} ± {d.relative_gain_se:.2%}"
-                + ("*" if d.significant else "")
-                for a, d in r["cert"].deviations.items()
-            )
-            print(f"  {r['name']:<15}{gains}")
+            print(f"  {r['name']:<15}{_fmt_gains(r['cert'])}")
 
 
 if __name__ == "__main__":
