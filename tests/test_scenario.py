@@ -30,13 +30,19 @@ def test_siouxfalls_matches_the_published_network(siouxfalls):
     assert nd.n_periods == 8
     assert all(b == (0.5, 2.0) for b in nd.price_bounds.values())
     # settings exactly as in the shipped file
-    raw = json.loads((scenario_folder("siouxfalls") / "siouxfalls_settings.json").read_text())
+    raw = _bundled_settings("siouxfalls")
     for key, value in raw.items():
         got = getattr(nd.settings, key)
         if key == "charging_nodes":
             assert got == {k: tuple(v) for k, v in value.items()}
         else:
             assert got == value, key
+
+
+def _bundled_settings(name: str) -> dict:
+    """A bundled scenario's settings file as written (keys it does not set are absent)."""
+    folder = scenario_folder(name)
+    return json.loads((folder / f"{folder.name}_settings.json").read_text())
 
 
 @pytest.mark.parametrize(
@@ -46,8 +52,7 @@ def test_siouxfalls_matches_the_published_network(siouxfalls):
 def test_bundled_stall_stop(name, patience):
     """The road scenarios stop a stalled UE loop after 20 iterations; ``tiny``, on which
     the stall stop saves little, runs to its cap (``ue_stall_patience`` 0)."""
-    folder = scenario_folder(name)
-    raw = json.loads((folder / f"{folder.name}_settings.json").read_text())
+    raw = _bundled_settings(name)
     assert raw.get("ue_stall_patience", 0) == patience
 
 
@@ -58,8 +63,7 @@ def test_bundled_stall_stop(name, patience):
 def test_bundled_station_tastes(name, scale):
     """Sioux Falls' drivers carry station tastes of scale 4 (README "Heterogeneous
     drivers"); the other bundled scenarios keep identical drivers."""
-    folder = scenario_folder(name)
-    raw = json.loads((folder / f"{folder.name}_settings.json").read_text())
+    raw = _bundled_settings(name)
     assert raw.get("station_taste_scale", 0.0) == scale
     assert raw.get("station_taste_seed", 0) == 0
 
