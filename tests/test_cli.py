@@ -76,6 +76,7 @@ def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_p
 def test_solve_then_exploit_its_answer(tmp_path, capsys):
     answer = tmp_path / "solver.json"
     argv = ["solve", "--scenario", "tiny", "--rounds", "2", "--budget-per-station", "6"]
+    argv += ["--target", "0"]  # both rounds, even when the first finds no gain
     assert main([*argv, "--out", str(answer)]) == 0
     assert "best-response dynamics: 2 rounds" in capsys.readouterr().out
     solved = json.loads(answer.read_text())

@@ -12,6 +12,7 @@ import pytest
 import evcs_gym
 from evcs_gym.costs import RouteCoster, station_tastes
 from evcs_gym.errors import ScenarioError
+from evcs_gym.settings import ScenarioSettings
 
 PRICES = {"A": [1.0, 1.2, 1.4, 1.0], "B": [1.5, 1.5, 0.8, 2.0]}
 
@@ -21,10 +22,17 @@ def tasty() -> evcs_gym.NetworkData:
     return evcs_gym.load_scenario("tiny", station_taste_scale=2.0)
 
 
-def test_off_where_the_scenario_does_not_set_them(tiny):
-    assert tiny.settings.station_taste_scale == 0.0
-    assert not station_tastes(tiny).any()
-    assert RouteCoster(tiny).pair_taste is None
+@pytest.fixture(scope="module")
+def identical() -> evcs_gym.NetworkData:
+    """``tiny`` with identical drivers (its bundled settings set scale 4)."""
+    return evcs_gym.load_scenario("tiny", station_taste_scale=0.0)
+
+
+def test_off_at_scale_zero_the_default_where_a_scenario_does_not_set_them(identical):
+    assert ScenarioSettings.__dataclass_fields__["station_taste_scale"].default == 0.0
+    assert identical.settings.station_taste_scale == 0.0
+    assert not station_tastes(identical).any()
+    assert RouteCoster(identical).pair_taste is None
 
 
 def test_tastes_are_a_function_of_the_scenario(tasty):
@@ -53,17 +61,17 @@ def test_taste_differences_are_logistic():
     assert 0.8 * sd < diff.std() < 1.2 * sd
 
 
-def test_route_costs_add_each_platoons_taste_for_the_station(tiny, tasty):
-    plain, taste_coster = RouteCoster(tiny), RouteCoster(tasty)
+def test_route_costs_add_each_platoons_taste_for_the_station(identical, tasty):
+    plain, taste_coster = RouteCoster(identical), RouteCoster(tasty)
     tt = tasty.reference_traveltime
-    prices = evcs_gym.EVCSRewardEvaluator(tiny).check_prices(PRICES)
+    prices = evcs_gym.EVCSRewardEvaluator(identical).check_prices(PRICES)
     base = plain.compute(tt, prices).cost
     with_taste = taste_coster.compute(tt, prices).cost
     taste = station_tastes(tasty)
     routes = plain.routes
     station = np.where(
-        tiny.route_charging_link >= 0,
-        tiny.links.station[np.maximum(tiny.route_charging_link, 0)],
+        identical.route_charging_link >= 0,
+        identical.links.station[np.maximum(identical.route_charging_link, 0)],
         -1,
     )
     for veh, slot in zip(*np.nonzero(routes >= 0)):
@@ -81,11 +89,11 @@ def test_revenues_are_prices_times_flows_without_tastes(tasty):
     assert res.total_reward > 0
 
 
-def test_tastes_change_choices_deterministically(tiny, tasty):
+def test_tastes_change_choices_deterministically(identical, tasty):
     ev = evcs_gym.EVCSRewardEvaluator(tasty)
     a, b = ev.evaluate(PRICES, seed=2), ev.evaluate(PRICES, seed=2)
     assert a == b
-    plain = evcs_gym.EVCSRewardEvaluator(tiny).equilibrium_routes(PRICES, seed=2)
+    plain = evcs_gym.EVCSRewardEvaluator(identical).equilibrium_routes(PRICES, seed=2)
     assert not np.array_equal(ev.equilibrium_routes(PRICES, seed=2), plain)
 
 
