@@ -24,6 +24,7 @@ from pathlib import Path
 import evcs_gym
 from evcs_gym.convergence import convergence_study, study_profiles
 
+
 def run(name: str, seeds: int, workers: int, prices: str | None, random: int) -> dict:
     nd = evcs_gym.load_scenario(name)
     base = None
