@@ -13,12 +13,12 @@ Run::
 
 Prints the learned prices and the station's revenue, next to its revenue when it simply
 matches the opponents' price.
-Measured on ``tiny`` (station A against B at 1.25, 1,000 evaluations, 329 s on 2 shared
+Measured on ``tiny`` (station A against B at 1.25, 1,000 evaluations, 134 s on 2 shared
 cores; ``benchmarks/results/example_sb3_best_response_tiny.txt``): seed 0 learns
-``0.99 1.05 0.97 1.59`` and prints +1.3 % over matching B's 1.25. SAC is far from the
-best response here: the simulator-verified best response that
-``evcs_gym.baselines.exploitability`` finds with 200 evaluations earns
-+14.3 % ± 0.6 % over matching (mean over seeds 0-3).
+``0.89 0.98 1.02 1.36`` and prints +24.8 % over matching B's 1.25. That is close to the
+simulator-verified best response that ``evcs_gym.baselines.exploitability`` finds with
+200 evaluations: +25.4 % ± 0.6 % over matching (mean over seeds 0-3;
+``exploit_tiny_A_best_response.txt``).
 """
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ Run::
 
 Prints the learned prices per station and period and the total revenue, next to the
 revenue of every station at the middle and at the top of its price bounds.
-Measured on ``tiny`` with the defaults (SAC, 2,000 evaluations, 296 s on 2 shared cores;
+Measured on ``tiny`` with the defaults (SAC, 2,000 evaluations, 156 s on 2 shared cores;
 output in ``benchmarks/results/example_sb3_joint_pricing_tiny.txt``): A posts
-1.94 1.97 1.97 1.61 and B 1.94 1.97 1.95 1.25, total revenue 26,355 — 97.6 % of the
+1.94 1.97 1.96 1.64 and B 1.94 1.97 1.94 1.25, total revenue 26,374 — 97.7 % of the
 all-at-the-cap revenue (27,000; drivers here cannot avoid charging, so the collusive
 optimum is the cap), against 16,875 with every price in the middle of the bounds.
 """
