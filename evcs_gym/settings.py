@@ -155,8 +155,8 @@ class ScenarioSettings:
     station, in currency, added to the cost of the routes through it — Gumbel draws of
     this scale, shifted so that each platoon's smallest is 0. Identical platoons then
     split between stations as in a logit model of this scale instead of all being
-    near-indifferent at once. 0 (the dataclass default, and ``tiny``'s, Berlin's and
-    Anaheim's): identical drivers. Sioux Falls sets 4. The tastes enter choices and
+    near-indifferent at once. 0 (the dataclass default, and Berlin's and Anaheim's):
+    identical drivers. Sioux Falls and ``tiny`` set 4. The tastes enter choices and
     gaps, never revenues."""
     station_taste_seed: int = 0
     """Seed of the taste draws (``station_taste_scale``): part of the scenario, not of an
