@@ -21,16 +21,18 @@ On ``tiny`` (2 cores shared with other jobs; full output in
 ``benchmarks/results/integrations_rllib_{ppo,sac}_tiny.txt``) the first printed::
 
     learned pure prices (each module's mean action on the constant observation):
-           A: 0.880 0.527 0.790 0.856
-           B: 1.109 0.798 0.736 1.114
-    verified NashConv: 39.15% ± 4.82% of total revenue, max relative gain 60.91%
-    evaluations: 600 training + 70 verification; wall time 231 s (training incl. Ray start 203 s)
+           A: 0.914 0.634 1.039 0.827
+           B: 1.076 0.906 0.980 1.122
+    verified NashConv: 16.45% ± 0.36% of total revenue, max relative gain 20.48%
+    evaluations: 600 training + 72 verification; wall time 179 s (training incl. Ray start 158 s)
 
 PPO's 10 updates have not found the competitive prices (both stations at 0.50 where it
 matters; each station still gains significantly by deviating). SAC (608 evaluations,
-608 + 69 in all, 290 s) verified 75.16 % ± 1.86 %: A at 0.60-0.80 against B's 0.50 in
-periods 1-3 loses most of its drivers. Verification: 32 evaluations per station on
-seed 0, gains re-evaluated on seeds 0-3.
+608 + 71 in all, 208 s) verified 20.67 % ± 0.39 %: B at 0.54 in period 1 against A's
+0.98 takes most of that period's drivers (A gains 38 %). Verification: 32 evaluations
+per station on seed 0, gains re-evaluated on seeds 0-3. The MARL grid's seed-0 PPO
+cell, with the same settings, verified 15.70 % ± 0.27 %: two RLlib runs of one seed
+need not agree (its sampling runs in Ray workers).
 
 ``EVCS_GYM_SMOKE=1`` (or ``--smoke``) runs a smoke-test budget for CI.
 """

@@ -20,9 +20,9 @@ Run::
 
 Prints the prices the shared policy posts for each station in the last round of an
 episode and the stations' revenues.
-Measured on ``tiny`` with the defaults (4,032 station-steps, 853 s on 2 cores shared with
-3-7 other processes; ``benchmarks/results/example_supersuit_shared_policy_tiny.txt``):
-both stations post 0.50 in periods 1-3 and ~1.45 in period 4, total revenue 6,750 — the
+Measured on ``tiny`` with the defaults (4,032 station-steps, 395 s on 2 cores shared with
+other jobs; ``benchmarks/results/example_supersuit_shared_policy_tiny.txt``):
+both stations post 0.50 in periods 1-3 and ~1.43 in period 4, total revenue 6,750 — the
 competitive outcome (both stations at the lower bound in periods 1-3 is where
 best-response dynamics end on ``tiny`` too; see the README's baselines table).
 """
