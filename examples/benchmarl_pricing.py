@@ -37,18 +37,18 @@ Printed on ``tiny`` (seed 0, 600 training evaluations; the verification: 32 eval
 per station on seed 0, gains re-evaluated on seeds 0-3; 2 cores shared with other jobs;
 full output in ``benchmarks/results/integrations_benchmarl_*_tiny.txt``)::
 
-    MADDPG  A 1.993 2.000 2.000 1.089 | B 1.953 1.999 2.000 1.994  (joint-value actors)
-            verified NashConv 79.47% ± 0.63% of total revenue 26,564; 600 + 70 evals, 416 s
-    IDDPG   A 0.501 1.998 1.997 1.997 | B 0.501 0.502 1.343 1.998
-            verified NashConv 123.85% ± 1.62% of total revenue 10,872; 600 + 70, 299 s
-    MASAC   A 1.616 1.727 1.807 1.340 | B 1.619 1.661 1.597 1.317  (joint-value actors)
-            verified NashConv 78.28% ± 1.07% of total revenue 21,939; 600 + 72, 272 s
-    MAPPO   A 0.519 0.507 0.521 0.842 | B 0.509 0.507 0.523 1.754
-            verified NashConv 45.02% ± 1.64% of total revenue 6,913; 600 + 69, 251 s
+    MADDPG  A 1.945 2.000 2.000 1.380 | B 1.996 2.000 2.000 1.451  (joint-value actors)
+            verified NashConv 40.34% ± 0.22% of total revenue 26,706; 600 + 72 evals, 119 s
+    IDDPG   A 0.503 1.900 1.969 0.566 | B 0.500 1.979 1.993 1.999
+            verified NashConv 35.20% ± 0.54% of total revenue 20,645; 600 + 67, 226 s
+    MASAC   A 1.656 1.728 1.793 1.314 | B 1.603 1.731 1.667 1.275  (joint-value actors)
+            verified NashConv 33.23% ± 0.19% of total revenue 22,847; 600 + 72, 134 s
+    MAPPO   A 0.652 0.639 0.641 1.122 | B 0.573 0.619 0.799 1.375
+            verified NashConv 4.79% ± 0.17% of total revenue 8,616; 600 + 66, 145 s
 
-(The MADDPG run shared the machine with a test run: its wall time is inflated.) None is
-near an equilibrium after 600 evaluations; MAPPO comes closest, with both stations at
-the lower bound in periods 1-3, where the competitive outcome lies.
+None is at an equilibrium after 600 evaluations (``evcs-gym solve`` reaches 0 % with
+both stations at the lower bound); MAPPO comes closest, with both stations at 0.57-0.80
+in periods 1-3.
 """
 
 from __future__ import annotations

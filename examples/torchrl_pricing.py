@@ -37,16 +37,16 @@ Printed on ``tiny`` (seed 0, 600 training evaluations; the verification: 32 eval
 per station on seed 0, gains re-evaluated on seeds 0-3; 2 cores shared with other jobs;
 full output in ``benchmarks/results/integrations_torchrl_*_tiny.txt``)::
 
-    MADDPG  A 1.800 0.501 0.501 1.916 | B 0.502 0.500 1.989 0.510
-            verified NashConv 68.77% ± 4.34% of total revenue 6,763 (A gains 90.7% ± 7.0%,
-            B 36.4% ± 2.7%); 600 + 69 evaluations, 231 s
-    IDDPG   A 0.830 0.844 0.849 1.404 | B 0.623 0.599 0.629 1.631
-            verified NashConv 81.88% ± 2.49% of total revenue 8,588 (A earns 149 and gains
-            6,377 by undercutting B; B 7.8% ± 2.5%); 600 + 68 evaluations, 186 s
+    MADDPG  A 0.521 1.060 1.432 1.996 | B 0.699 1.095 0.503 1.981
+            verified NashConv 20.57% ± 0.43% of total revenue 10,767 (B gains 30.3% ± 0.7%,
+            A 10.1% ± 0.5%); 600 + 65 evaluations, 170 s
+    IDDPG   A 0.779 0.876 0.785 1.355 | B 0.784 0.696 1.116 1.279
+            verified NashConv 13.26% ± 0.73% of total revenue 10,662 (B gains 18.7% ± 0.3%,
+            A 8.0% ± 1.4%); 600 + 72 evaluations, 130 s
 
 Neither is near an equilibrium after 600 evaluations (``evcs-gym solve`` reaches 0 % on
-``tiny`` with 546): the stage game is Bertrand-like and the learners leave single
-periods at the opposite bounds.
+``tiny`` with 372, both stations at the lower bound): the stage game is Bertrand-like
+and the learners are still at mid-range prices in some periods.
 """
 
 from __future__ import annotations
