@@ -97,8 +97,11 @@ def test_copies_get_distinct_seeds():
     try:
         td = env.reset()
         td[GROUP, "action"] = torch.zeros(2, 2, 4)  # the same prices in both copies
-        revenue = env.step(td)["next", GROUP, "info", "revenue"]
-        assert not torch.equal(revenue[0], revenue[1])  # one seed would make them identical
+        # one seed would make them bit-identical; the revenues may agree anyway (with
+        # station tastes every seed reaches the same split at these prices), the UE's
+        # path to them does not
+        gap = env.step(td)["next", GROUP, "info", "relative_gap"]
+        assert not torch.equal(gap[0], gap[1])
         factory = task.get_env_fun(num_envs=3, continuous_actions=True, seed=7, device="cpu")
         copy = pickle.loads(pickle.dumps(factory))  # BenchMARL may ship it to workers
         assert copy.args[0] == 3 and copy.keywords["seed"] == 7

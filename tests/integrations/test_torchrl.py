@@ -94,8 +94,11 @@ def test_batched_copies_evaluate_different_seeds():
         check_env_specs(env)
         td = env.reset()
         td[GROUP, "action"] = torch.zeros(2, 2, 4)  # both copies: the same prices
-        out = env.step(td)["next", GROUP, "info", "revenue"]
-        assert not torch.equal(out[0], out[1])  # same seed would give bit-identical copies
+        # one seed would give bit-identical copies; the revenues may agree anyway (with
+        # station tastes every seed reaches the same split at these prices), the UE's
+        # path to them does not
+        out = env.step(td)["next", GROUP, "info", "relative_gap"]
+        assert not torch.equal(out[0], out[1])
     finally:
         env.close()
 
