@@ -26,12 +26,11 @@ class IDDPGConfig(MADDPGConfig):
     prices of a Bertrand-like game cycle between the bounds (tiny with identical
     drivers, 3,000 evaluations: 104 % verified NashConv). A short memory
     (``buffer_size=256``: the last 128 iterations of 2 env copies), a slower actor
-    (``actor_lr=1e-4``) and a higher
-    exploration floor (``noise_min=0.05``, so a station pinned at a bound keeps probing)
-    keep each critic close to the current opponents (tiny, 3,000 evaluations, seed 0:
-    verified NashConv 0.45 % ± 0.42 % over 4 seeds, 5 min on 2 shared cores —
-    ``benchmarks/results/train_tiny_iddpg_3000.txt``; at 600 evaluations it is still at
-    mid-range prices, 8.8 %).
+    (``actor_lr=1e-4``) and a higher exploration floor (``noise_min=0.05``, so a station
+    pinned at a bound keeps probing) keep each critic close to the current opponents
+    (tiny, 3,000 evaluations, seed 0: verified NashConv 0.45 % ± 0.42 % over 4 seeds,
+    5 min on 2 shared cores — ``benchmarks/results/train_tiny_iddpg_3000.txt``; at 600
+    evaluations it is still at mid-range prices, 8.8 %).
     """
 
     buffer_size: int = 256
