@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,7 @@ import numpy as np
 from evcs_gym.costs import RouteCoster, relative_gap
 from evcs_gym.network import NetworkData
 from evcs_gym.prices import price_matrix
+from evcs_gym.settings import ScenarioSettings
 from evcs_gym.simulation import SimulationOutput, WorldBuilder
 from evcs_gym.switching import SwitchInput, make_switching_rule
 from evcs_gym.utils import FieldwiseEquality, to_jsonable
@@ -59,6 +60,7 @@ __all__ = [
     "EVCSRewardEvaluator",
     "EvalResult",
     "GapStats",
+    "UETrace",
     "compute_warm_start",
     "gap_summary",
     "ue_streams",
@@ -205,6 +207,55 @@ def gap_summary(gap: np.ndarray) -> dict[str, float]:
         "share_above_5pct": float((gap > 0.05).mean()),
         "share_above_10pct": float((gap > 0.10).mean()),
     }
+
+
+@dataclass(eq=False)
+class UETrace:
+    """Every iteration of one UE loop, as :meth:`EVCSRewardEvaluator.trace` recorded it.
+
+    The switching never reads the stall stop or the cap, so one long trace (a high
+    ``ue_max_iterations``, ``ue_stall_patience=0``) tells where any such rule would have
+    stopped the same loop, and with which revenues (:meth:`stop`):
+    ``benchmarks/bench_stall_stop.py`` chooses the stall patience that way.
+
+    Attributes:
+        stats: the stop rule's :class:`GapStats` at every iteration.
+        flows: (n_iterations, n_agents, n_periods) vehicles that started charging in
+            each period, at every iteration; the last is the evaluation's result.
+        revenues: (n_iterations, n_agents) Σ price × flow × energy at every iteration.
+        stop_reason: why the traced loop ended (as ``ue_stats["stop_reason"]``).
+    """
+
+    stats: list[GapStats]
+    flows: np.ndarray
+    revenues: np.ndarray
+    stop_reason: str
+
+    @property
+    def iterations(self) -> int:
+        return len(self.stats)
+
+    def stop(self, settings: ScenarioSettings) -> tuple[int, str]:
+        """``(iterations, stop_reason)`` of this loop under ``settings``' stop rule.
+
+        Exact when ``settings`` differ from the traced scenario's only in what the
+        switching never reads: ``ue_stall_patience``, ``ue_stall_min_excess``,
+        ``ue_stall_min_improvement``, ``ue_max_iterations`` and
+        ``ue_convergence_stable_rounds`` (not the tolerances: they steer the switching).
+        That evaluation's revenues are ``revenues[iterations - 1]``.
+
+        Raises:
+            ValueError: the trace ends before that rule would stop the loop.
+        """
+        rule = _StopRule(settings)
+        for it, stats in enumerate(self.stats):
+            reason = rule.update(it, stats)
+            if reason is not None:
+                return it + 1, reason
+        raise ValueError(
+            f"the trace ends after {self.iterations} iterations ({self.stop_reason}) "
+            f"before this stop rule stops it (ue_max_iterations={settings.ue_max_iterations})"
+        )
 
 
 @dataclass
@@ -356,6 +407,41 @@ class EVCSRewardEvaluator:
         self.check_prices(prices)
         return SeedAverage([self.evaluate(prices, seed=s) for s in seed_list])
 
+    def trace(self, prices: Mapping[str, Any], seed: int | None = None) -> UETrace:
+        """Run the UE loop of :meth:`evaluate` and record every iteration (:class:`UETrace`).
+
+        The same computation as :meth:`evaluate`: the last iteration's flows are its
+        flows, bit for bit. For analysis of the loop and of stop rules.
+
+        Example:
+            >>> import evcs_gym
+            >>> ev = EVCSRewardEvaluator(evcs_gym.load_scenario("tiny"))
+            >>> prices = {"A": [0.75, 2.0, 0.75, 0.75], "B": [1.0] * 4}
+            >>> tr = ev.trace(prices, seed=0)
+            >>> res = ev.evaluate(prices, seed=0)
+            >>> tr.iterations == res.ue_iterations, bool(tr.revenues[-1, 0] == res.revenues["A"])
+            (True, True)
+            >>> hasty = dataclasses.replace(ev.network.settings, ue_max_iterations=5)
+            >>> tr.stop(hasty)  # where a cap of 5 would have stopped this loop
+            (5, 'max_iterations')
+        """
+        nd = self.network
+        s = nd.settings
+        p = self.check_prices(prices)
+        flows: list[np.ndarray] = []
+        ue = self._solve(
+            p,
+            _check_seed(s.default_seed if seed is None else seed),
+            on_iteration=lambda sim, stats: flows.append(self._period_flows(sim)),
+        )
+        flow = np.stack(flows)
+        return UETrace(
+            stats=list(ue.history),
+            flows=flow,
+            revenues=(p * flow * s.charging_demand_per_vehicle).sum(axis=2),
+            stop_reason=ue.stop_reason,
+        )
+
     def equilibrium_routes(self, prices: Mapping[str, Any], seed: int | None = None) -> np.ndarray:
         """Route id (see :meth:`NetworkData.route`) of every platoon at the final UE iteration.
 
@@ -399,7 +485,13 @@ class EVCSRewardEvaluator:
         slot[move] = best[move]
         return slot
 
-    def _solve(self, prices: np.ndarray, seed: int) -> _UEOutcome:
+    def _solve(
+        self,
+        prices: np.ndarray,
+        seed: int,
+        on_iteration: Callable[[SimulationOutput, GapStats], None] | None = None,
+    ) -> _UEOutcome:
+        """The UE loop; ``on_iteration(sim, stats)`` sees every iteration's simulation."""
         nd = self.network
         s = nd.settings
         tol = s.stop_tolerances
@@ -411,12 +503,7 @@ class EVCSRewardEvaluator:
         rows = np.arange(n_veh)
         history: list[GapStats] = []
         switches: list[int] = []
-        stable = 0
-        stall = (
-            _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
-            if s.ue_stall_patience
-            else None
-        )
+        stop = _StopRule(s)
         stop_reason = None
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
@@ -433,13 +520,9 @@ class EVCSRewardEvaluator:
             history.append(stats)
             t_cost += time.perf_counter() - t2
             t_sim += t2 - t1
-            stable = stable + 1 if stats.meets(tol) else 0
-            if stable >= s.ue_convergence_stable_rounds:
-                stop_reason = "converged"
-            elif stall is not None and stall.stalled(it, stats.excess(tol)):
-                stop_reason = "stalled"
-            elif it == s.ue_max_iterations - 1:
-                stop_reason = "max_iterations"
+            if on_iteration is not None:
+                on_iteration(sim, stats)
+            stop_reason = stop.update(it, stats)
             if stop_reason is not None:
                 switches.append(0)
                 break
@@ -460,6 +543,37 @@ class EVCSRewardEvaluator:
             t_exec=self._builder.exec_seconds - exec0,
             t_costs=t_cost,
         )
+
+
+class _StopRule:
+    """When a UE loop ends: the stop rule, the stall stop and the cap of ``settings``.
+
+    Call :meth:`update` once per iteration, in order; it returns ``"converged"``,
+    ``"stalled"``, ``"max_iterations"`` or ``None`` (go on). Nothing here feeds back into
+    the switching, so the same rule replays a recorded loop exactly (:meth:`UETrace.stop`).
+    """
+
+    def __init__(self, settings: ScenarioSettings) -> None:
+        s = settings
+        self.tol = s.stop_tolerances
+        self.stable_rounds = s.ue_convergence_stable_rounds
+        self.max_iterations = s.ue_max_iterations
+        self.stall = (
+            _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
+            if s.ue_stall_patience
+            else None
+        )
+        self.stable = 0
+
+    def update(self, iteration: int, stats: GapStats) -> str | None:
+        self.stable = self.stable + 1 if stats.meets(self.tol) else 0
+        if self.stable >= self.stable_rounds:
+            return "converged"
+        if self.stall is not None and self.stall.stalled(iteration, stats.excess(self.tol)):
+            return "stalled"
+        if iteration == self.max_iterations - 1:
+            return "max_iterations"
+        return None
 
 
 class _StallWatch:

@@ -80,3 +80,34 @@ def test_bench_evaluator_applies_and_prints_setting_overrides(load_script, capsy
     summary = bench.bench("tiny", 1, station_taste_scale=2.0)
     assert "settings overridden: station_taste_scale=2.0" in capsys.readouterr().out
     assert len(summary["training-like"]["iterations"]) == 1
+
+
+def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
+    bench = load_script("benchmarks", "bench_stall_stop")
+    argv = [
+        "--scenario",
+        "tiny",
+        "--equilibrium",
+        "",
+        "--seeds",
+        "3",
+        "--random",
+        "1",
+        "--training",
+        "0",
+    ]
+    figures = bench.main([*argv, "--cap", "60", "--patience", "0", "3", "--workers", "1"])
+    out = capsys.readouterr().out
+    assert set(figures) == {0, 3, "orbit"}
+    off = figures[0]
+    assert set(off) == {"base", "deviation_A_p2", "training_0", "random_0", "bench_random_0"}
+    for row in off.values():
+        # without a stall stop and with the traces' own cap, the replay is the long run
+        ok, rel = row["comparisons"]["long"]
+        assert ok.all() and not rel.any()
+        assert all(why != "stalled" for _, why in row["stops"]["default"])
+    hasty = figures[3]
+    for name, row in hasty.items():  # a stall stop only ever shortens a loop
+        for (n3, _), (n0, _) in zip(row["stops"]["default"], off[name]["stops"]["default"]):
+            assert n3 <= n0
+    assert "patience 0:" in out and "patience 3:" in out and "orbit averages" in out

@@ -212,6 +212,41 @@ def test_stall_patience_never_cuts_a_loop_near_the_rule(tiny):
     assert cut.ue_iterations < off.ue_iterations
 
 
+def test_trace_is_the_evaluation(tiny):
+    """``trace`` runs the loop of ``evaluate``: its last iteration is the result, bit for bit."""
+    ev = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_stall_patience=10))
+    tr = ev.trace(STALLING, seed=0)
+    res = ev.evaluate(STALLING, seed=0)
+    assert tr.iterations == res.ue_iterations and tr.stop_reason == res.ue_stats["stop_reason"]
+    assert np.array_equal(tr.flows[-1], np.stack([res.flows[a] for a in tiny.agent_names]))
+    assert tr.revenues[-1].tolist() == [res.revenues[a] for a in tiny.agent_names]
+    assert [st.charging_mean_gap for st in tr.stats] == res.ue_stats["charging_gap_history"]
+    assert tr.flows.shape == (tr.iterations, tiny.n_agents, tiny.n_periods)
+
+
+@pytest.mark.parametrize("patience", [3, 5, 10, 20])
+def test_a_long_trace_replays_any_stall_stop_exactly(tiny, patience):
+    """The switching never reads the stall stop or the cap: one trace without them tells
+    where each stall patience stops the loop and with which revenues, as a real run does
+    (what ``benchmarks/bench_stall_stop.py`` relies on)."""
+    long = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_max_iterations=120)).trace(STALLING, 0)
+    rule = dataclasses.replace(tiny.settings, ue_stall_patience=patience)
+    n, why = long.stop(rule)
+    res = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_stall_patience=patience)).evaluate(
+        STALLING, 0
+    )
+    assert (n, why) == (res.ue_iterations, res.ue_stats["stop_reason"])
+    assert long.revenues[n - 1].tolist() == [res.revenues[a] for a in tiny.agent_names]
+
+
+def test_a_trace_too_short_for_a_stop_rule_says_so(tiny):
+    short = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_max_iterations=5)).trace(STALLING, 0)
+    assert short.stop_reason == "max_iterations" and short.iterations == 5
+    with pytest.raises(ValueError, match=r"ends after 5 iterations \(max_iterations\)"):
+        short.stop(tiny.settings)
+    assert short.stop(_with(tiny, ue_max_iterations=3).settings) == (3, "max_iterations")
+
+
 def test_stall_patience_does_not_touch_the_warm_start():
     plain = evcs_gym.load_scenario("tiny")
     patient = evcs_gym.load_scenario("tiny", ue_stall_patience=3)

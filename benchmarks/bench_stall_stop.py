@@ -1,0 +1,274 @@
+"""Benchmark: how long must the stall stop wait before the revenues have settled?
+
+A stalled UE loop (``ue_stall_patience``, "The stall stop" in the README) ends with the
+revenues of its last iteration. Stop too early and they depend on where the loop
+started. This benchmark measures that on Sioux Falls, at the scenario's defaults:
+
+1. **Traces.** For every profile and seed it records the UE loop of the convergence
+   study's three conditions (the default, the free-flow start, all tolerances halved)
+   to ``--cap`` iterations with the stall stop off (``EVCSRewardEvaluator.trace``).
+2. **Replay.** The switching never reads the stall stop or the cap, so each trace
+   tells exactly where a stall rule would have stopped that loop and with which
+   revenues (``UETrace.stop``). For each ``--patience`` it replays the scenario's stop
+   rule with that patience and its own cap, and compares each station's revenue with
+   the default's, seed by seed, as the convergence study does (a station *agrees* when
+   ``|mean difference| ≤ max(3 SE, 2 % of its default revenue)``): the free-flow start,
+   halved tolerances, and the long run (the default's trace at its end, ``--cap``
+   iterations without a stall stop). It also counts loops that converge without the
+   stall stop and that the rule would cut.
+3. **Orbit averages.** Where a loop never converges its revenues move from iteration to
+   iteration around a stationary level. The mean over the last ``--tail`` iterations
+   of each trace is compared across the conditions the same way.
+
+Profiles: those of the convergence study at the solver equilibrium
+(``benchmarks/results/solve_siouxfalls.json``: the base profile, station 10's period 4
+at the bound, a training-like and a uniform-random one) and ``--random`` more
+uniform-random profiles and ``--training`` more training-like ones, the first of
+``bench_evaluator.py``'s samples.
+
+Run: ``python benchmarks/bench_stall_stop.py [--seeds 6] [--random 5] [--training 3]
+[--cap 200] [--patience 10 15 20 25 30] [--workers 2] [--cache DIR]`` (about 40 minutes
+on 2 cores with the defaults; ``--cache`` keeps the traces, so a second run only
+replays).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.util
+import json
+import pickle
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+import evcs_gym
+from evcs_gym.convergence import study_profiles
+from evcs_gym.evaluator import UETrace
+
+RESULTS = Path(__file__).parent / "results"
+CONDITIONS = {
+    "default": {},
+    "free_flow": {"warm_start": False},
+    "halved": {"ue_tolerance_scale": 0.5},
+}
+Z, REL_TOL = 3.0, 0.02
+
+_evaluators: dict[tuple[str, str, int], evcs_gym.EVCSRewardEvaluator] = {}
+
+
+def bench_evaluator_profiles(nd: evcs_gym.NetworkData, kind: str, n: int) -> list[dict]:
+    """The first ``n`` profiles of ``kind`` in ``bench_evaluator.py``'s sample."""
+    path = Path(__file__).with_name("bench_evaluator.py")
+    spec = importlib.util.spec_from_file_location("bench_evaluator", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.price_sets(nd, max(n, 1))[kind][:n]
+
+
+def _evaluator(scenario: str, condition: str, cap: int) -> evcs_gym.EVCSRewardEvaluator:
+    """The condition's scenario with a cap of ``cap`` and no stall stop (one per process)."""
+    key = (scenario, condition, cap)
+    if key not in _evaluators:
+        nd = evcs_gym.load_scenario(scenario, **CONDITIONS[condition])
+        long = dataclasses.replace(nd.settings, ue_max_iterations=cap, ue_stall_patience=0)
+        _evaluators[key] = evcs_gym.EVCSRewardEvaluator(dataclasses.replace(nd, settings=long))
+    return _evaluators[key]
+
+
+def _trace(task: tuple) -> tuple[tuple[str, str, int], UETrace, float]:
+    scenario, condition, cap, profile, prices, seed = task
+    t0 = time.perf_counter()
+    tr = _evaluator(scenario, condition, cap).trace(prices, seed=seed)
+    return (profile, condition, seed), tr, time.perf_counter() - t0
+
+
+def record(scenario, profiles, seeds, cap, workers, cache: Path | None) -> dict:
+    """``{(profile, condition, seed): UETrace}``, from ``cache`` where it has them."""
+    traces: dict = {}
+    if cache is not None and (cache / "traces.pkl").exists():
+        traces = pickle.loads((cache / "traces.pkl").read_bytes())
+    tasks = [
+        (scenario, c, cap, p, profiles[p], s)
+        for p in profiles
+        for c in CONDITIONS
+        for s in seeds
+        if (p, c, s) not in traces
+    ]
+    t0 = time.perf_counter()
+    pool = ProcessPoolExecutor(workers) if workers > 1 else None
+    runs = pool.map(_trace, tasks) if pool is not None else map(_trace, tasks)
+    try:
+        for i, (key, tr, secs) in enumerate(runs, 1):
+            traces[key] = tr
+            print(
+                f"  [{i}/{len(tasks)} {time.perf_counter() - t0:6.0f} s] {key[0]} {key[1]} "
+                f"seed {key[2]}: {tr.iterations} iterations ({tr.stop_reason}), {secs:.0f} s",
+                flush=True,
+            )
+            if cache is not None and (i % 10 == 0 or i == len(tasks)):
+                cache.mkdir(parents=True, exist_ok=True)
+                (cache / "traces.pkl").write_bytes(pickle.dumps(traces))
+    finally:
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+    return traces
+
+
+def agreement(base: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per station: agrees (max(3 SE, 2 %) on paired differences), difference / revenue."""
+    diff = other - base
+    se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff))
+    ref = np.abs(base.mean(axis=0))
+    rel = diff.mean(axis=0) / np.where(ref > 0, ref, 1.0)
+    return np.abs(diff.mean(axis=0)) <= np.maximum(Z * se, REL_TOL * ref), rel
+
+
+def replay(traces, profiles, seeds, settings, patience: int) -> dict:
+    """Stops, revenues and agreement under the scenario's stop rule with ``patience``."""
+    out = {}
+    for p in profiles:
+        stops, revenues = {}, {}
+        for c in CONDITIONS:
+            rule = dataclasses.replace(settings[c], ue_stall_patience=patience)
+            runs = [traces[(p, c, s)] for s in seeds]
+            stops[c] = [tr.stop(rule) for tr in runs]
+            revenues[c] = np.array([tr.revenues[n - 1] for tr, (n, _) in zip(runs, stops[c])])
+        long = np.array([traces[(p, "default", s)].revenues[-1] for s in seeds])
+        no_stall = dataclasses.replace(settings["default"], ue_stall_patience=0)
+        cut = sum(
+            why == "stalled" and traces[(p, "default", s)].stop(no_stall)[1] == "converged"
+            for s, (_, why) in zip(seeds, stops["default"])
+        )
+        comparisons = {
+            "free_flow": agreement(revenues["default"], revenues["free_flow"]),
+            "halved": agreement(revenues["default"], revenues["halved"]),
+            "long": agreement(revenues["default"], long),
+        }
+        out[p] = {"stops": stops, "comparisons": comparisons, "cut": cut}
+    return out
+
+
+def orbit_averages(traces, profiles, seeds, tail: int) -> dict:
+    """Agreement of the mean revenue over each trace's last ``tail`` iterations."""
+    out = {}
+    for p in profiles:
+        runs = {c: [traces[(p, c, s)] for s in seeds] for c in CONDITIONS}
+        if any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs):
+            continue  # only loops that never converge have an orbit
+        mean = {c: np.array([tr.revenues[-tail:].mean(axis=0) for tr in runs[c]]) for c in runs}
+        out[p] = {c: agreement(mean["default"], mean[c]) for c in ("free_flow", "halved")}
+    return out
+
+
+def _fmt(comp: tuple[np.ndarray, np.ndarray]) -> str:
+    ok, rel = comp
+    return " ".join(f"{r:+6.1%}{' ' if o else '!'}" for o, r in zip(ok, rel))
+
+
+def main(argv: list[str] | None = None) -> dict:
+    """Run the benchmark; returns ``{patience: replay}`` and ``"orbit"``: the figures."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", default="siouxfalls")
+    ap.add_argument(
+        "--equilibrium",
+        default=str(RESULTS / "solve_siouxfalls.json"),
+        help="JSON with the base profile under 'prices' ('' = the middle of the bounds)",
+    )
+    ap.add_argument("--seeds", type=int, default=6)
+    ap.add_argument("--random", type=int, default=5, help="extra uniform-random profiles")
+    ap.add_argument("--training", type=int, default=3, help="extra training-like profiles")
+    ap.add_argument("--cap", type=int, default=200)
+    ap.add_argument("--tail", type=int, default=50, help="iterations of the orbit averages")
+    ap.add_argument("--patience", type=int, nargs="+", default=[10, 15, 20, 25, 30])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cache", type=Path, default=None, help="folder to keep the traces in")
+    args = ap.parse_args(argv)
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    base = json.loads(Path(args.equilibrium).read_text())["prices"] if args.equilibrium else None
+    profiles = dict(study_profiles(nd, base, deviations=1, training_like=1, random=1))
+    for kind, tag, n in (
+        ("uniform-random", "random", args.random),
+        ("training-like", "training", args.training),
+    ):
+        extra = bench_evaluator_profiles(nd, kind, n)
+        profiles.update({f"bench_{tag}_{i}": p for i, p in enumerate(extra)})
+    seeds = list(range(args.seeds))
+    s = nd.settings
+    print(
+        f"{args.scenario}: {len(profiles)} profiles x {len(CONDITIONS)} conditions x "
+        f"{len(seeds)} seeds, traced to {args.cap} iterations without the stall stop; "
+        f"replayed with the cap {s.ue_max_iterations}, stall min excess "
+        f"{s.ue_stall_min_excess:g}, min improvement {s.ue_stall_min_improvement:g}",
+        flush=True,
+    )
+    t0 = time.perf_counter()
+    traces = record(args.scenario, profiles, seeds, args.cap, args.workers, args.cache)
+    print(f"traces: {time.perf_counter() - t0:.0f} s", flush=True)
+    settings = {c: _evaluator(args.scenario, c, args.cap).network.settings for c in CONDITIONS}
+    settings = {
+        c: dataclasses.replace(v, ue_max_iterations=s.ue_max_iterations)
+        for c, v in settings.items()
+    }
+
+    agents = nd.agent_names
+    summary = []
+    figures: dict = {}
+    for patience in args.patience:
+        print(f"\n== ue_stall_patience={patience} ==")
+        figures[patience] = replay(traces, profiles, seeds, settings, patience)
+        lines, line = report(figures[patience], agents)
+        print("\n".join(lines), flush=True)
+        summary.append(f"  patience {patience}: {line}")
+
+    print(
+        f"\n== orbit averages: mean revenue over the last {args.tail} of {args.cap} iterations =="
+    )
+    orbit = orbit_averages(traces, profiles, seeds, args.tail)
+    for p, comps in orbit.items():
+        print(f"  {p:<18}" + "  ".join(f"{c}: {_fmt(comps[c])}" for c in comps))
+    oks = [ok for comps in orbit.values() for ok, _ in comps.values()]
+    n_ok, n_all = sum(int(ok.sum()) for ok in oks), sum(len(ok) for ok in oks)
+    print(f"  {n_ok}/{n_all} agree" if orbit else "  (every profile has a loop that converged)")
+    print("\nsummary (a station agrees when |difference| <= max(3 SE, 2 %); '!' marks a miss):")
+    print("\n".join(summary))
+    figures["orbit"] = orbit
+    return figures
+
+
+def report(res: dict, agents: tuple[str, ...]) -> tuple[list[str], str]:
+    """Table lines of one patience's replay, and its one-line summary."""
+    compared = ("free_flow", "halved", "long")
+    head = "  ".join(f"{c + ' (' + ' '.join(agents) + ')':<36}" for c in compared)
+    lines = [f"  {'profile':<18}{'default iterations':>20}{'stalled':>9}  {head}"]
+    n_ok = n_all = cut = 0
+    random_its: list[int] = []
+    misses: list[str] = []
+    for p, r in res.items():
+        its = [n for n, _ in r["stops"]["default"]]
+        stalled = sum(why == "stalled" for _, why in r["stops"]["default"])
+        if "random" in p:
+            random_its += its
+        spread = f"{min(its)}-{np.median(its):g}-{max(its)}"
+        cells = "  ".join(f"{_fmt(r['comparisons'][c]):<36}" for c in compared)
+        lines.append(f"  {p:<18}{spread:>20}{stalled:>5}/{len(its)}    {cells}")
+        for c, (ok, rel) in r["comparisons"].items():
+            n_ok += int(ok.sum())
+            n_all += len(ok)
+            misses += [f"{p} {c} {agents[j]} {rel[j]:+.1%}" for j in np.flatnonzero(~ok)]
+        cut += r["cut"]
+    line = (
+        f"{n_ok}/{n_all} agree; uniform-random iterations median {np.median(random_its):g}; "
+        f"converging loops cut: {cut}"
+    )
+    lines.append(f"  {line}" + ("; misses: " + "; ".join(misses) if misses else ""))
+    return lines, line
+
+
+if __name__ == "__main__":
+    main()
