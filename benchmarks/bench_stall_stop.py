@@ -18,16 +18,20 @@ started. This benchmark measures that on Sioux Falls, at the scenario's defaults
    stall stop and that the rule would cut.
 3. **Orbit averages.** Where a loop never converges its revenues move from iteration to
    iteration around a stationary level. The mean over the last ``--tail`` iterations
-   of each trace is compared across the conditions the same way.
+   of each trace is compared across the conditions the same way, and for the
+   evaluations the scenario's stall stop ends, the revenues reported (and their mean
+   over the last few iterations) are set against that level.
 
 Profiles: those of the convergence study at the solver equilibrium
 (``benchmarks/results/solve_siouxfalls.json``: the base profile, station 10's period 4
-at the bound, a training-like and a uniform-random one) and ``--random`` more
-uniform-random profiles and ``--training`` more training-like ones, the first of
-``bench_evaluator.py``'s samples.
+at the bound, a training-like and a uniform-random one), ``--random`` more
+uniform-random profiles and ``--training`` more training-like ones, drawn as
+``bench_evaluator.py`` draws them (its ``price_sets(nd, n)`` with ``n`` = ``--random``,
+resp. ``--training``: its default sample's first training-like profiles, but other
+uniform-random ones unless ``n`` is its default 6).
 
 Run: ``python benchmarks/bench_stall_stop.py [--seeds 6] [--random 5] [--training 3]
-[--cap 200] [--patience 10 15 20 25 30] [--workers 2] [--cache DIR]`` (about 40 minutes
+[--cap 200] [--patience 10 15 20 25 30] [--workers 2] [--cache DIR]`` (about 35 minutes
 on 2 cores with the defaults; ``--cache`` keeps the traces, so a second run only
 replays).
 """
@@ -165,6 +169,39 @@ def orbit_averages(traces, profiles, seeds, tail: int) -> dict:
     return out
 
 
+def stalled_revenue_error(traces, settings, patience: int, windows=(1, 5, 10, 20)) -> dict:
+    """How far a stalled evaluation's revenues are from its loop's long-run level.
+
+    For every trace that ``patience`` stops without convergence, and that never
+    converges in the trace: the mean of the revenues over the last ``k`` iterations up
+    to that stop (``k = 1``: what the evaluation reports) against the mean over the
+    trace's second half, per station, as a share of the latter. Returns per condition
+    ``{k: (rms, mean)}`` of those relative errors and the number of evaluations.
+    """
+    out: dict = {}
+    for c in CONDITIONS:
+        rule = dataclasses.replace(settings[c], ue_stall_patience=patience)
+        errors: dict[int, list[np.ndarray]] = {k: [] for k in windows}
+        for (_, cond, _), tr in traces.items():
+            if cond != c or tr.stop_reason == "converged":
+                continue
+            n, why = tr.stop(rule)
+            if why == "converged":
+                continue
+            level = tr.revenues[tr.iterations // 2 :].mean(axis=0)
+            for k in windows:
+                errors[k].append(tr.revenues[max(0, n - k) : n].mean(axis=0) / level - 1)
+        if errors[windows[0]]:
+            out[c] = {
+                "evaluations": len(errors[windows[0]]),
+                **{
+                    k: (float(np.sqrt(np.mean(np.square(e)))), float(np.mean(e)))
+                    for k, e in errors.items()
+                },
+            }
+    return out
+
+
 def _fmt(comp: tuple[np.ndarray, np.ndarray]) -> str:
     ok, rel = comp
     return " ".join(f"{r:+6.1%}{' ' if o else '!'}" for o, r in zip(ok, rel))
@@ -235,9 +272,21 @@ def main(argv: list[str] | None = None) -> dict:
     oks = [ok for comps in orbit.values() for ok, _ in comps.values()]
     n_ok, n_all = sum(int(ok.sum()) for ok in oks), sum(len(ok) for ok in oks)
     print(f"  {n_ok}/{n_all} agree" if orbit else "  (every profile has a loop that converged)")
+    patience = nd.settings.ue_stall_patience or 20
+    print(
+        f"\n== stalled evaluations (patience {patience}): revenues of the last k iterations "
+        f"before the stop against the loop's long-run level (mean of the trace's second half) =="
+    )
+    noise = stalled_revenue_error(traces, settings, patience)
+    for c, row in noise.items():
+        cells = "  ".join(
+            f"k={k}: rms {row[k][0]:.1%}, mean {row[k][1]:+.1%}" for k in row if k != "evaluations"
+        )
+        print(f"  {c:<10} {row['evaluations']:>3} evaluations   {cells}")
     print("\nsummary (a station agrees when |difference| <= max(3 SE, 2 %); '!' marks a miss):")
     print("\n".join(summary))
     figures["orbit"] = orbit
+    figures["stalled_revenue_error"] = noise
     return figures
 
 

@@ -98,7 +98,7 @@ def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
     ]
     figures = bench.main([*argv, "--cap", "60", "--patience", "0", "3", "--workers", "1"])
     out = capsys.readouterr().out
-    assert set(figures) == {0, 3, "orbit"}
+    assert set(figures) == {0, 3, "orbit", "stalled_revenue_error"}
     off = figures[0]
     assert set(off) == {"base", "deviation_A_p2", "training_0", "random_0", "bench_random_0"}
     for row in off.values():
