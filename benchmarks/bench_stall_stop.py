@@ -31,9 +31,11 @@ resp. ``--training``: its default sample's first training-like profiles, but oth
 uniform-random ones unless ``n`` is its default 6).
 
 Run: ``python benchmarks/bench_stall_stop.py [--seeds 6] [--random 5] [--training 3]
-[--cap 200] [--patience 10 15 20 25 30] [--workers 2] [--cache DIR]`` (about 35 minutes
-on 2 cores with the defaults; ``--cache`` keeps the traces, so a second run only
-replays).
+[--cap 200] [--patience 10 15 20 25 30] [--workers 2] [--cache DIR]
+[--stable-rounds N]`` (about 35 minutes on 2 cores with the defaults; ``--cache`` keeps
+the traces, so a second run only replays). ``--stable-rounds N`` replays the stop rule
+with ``ue_convergence_stable_rounds = N`` instead of the scenario's: the traces then run
+on through convergence to ``--cap`` (the switching does not read that setting either).
 """
 
 from __future__ import annotations
@@ -74,30 +76,44 @@ def bench_evaluator_profiles(nd: evcs_gym.NetworkData, kind: str, n: int) -> lis
     return module.price_sets(nd, max(n, 1))[kind][:n]
 
 
-def _evaluator(scenario: str, condition: str, cap: int) -> evcs_gym.EVCSRewardEvaluator:
-    """The condition's scenario with a cap of ``cap`` and no stall stop (one per process)."""
-    key = (scenario, condition, cap)
+NEVER = 10**9
+"""``ue_convergence_stable_rounds`` of traces that must not stop at convergence."""
+
+
+def _evaluator(
+    scenario: str, condition: str, cap: int, through: bool = False
+) -> evcs_gym.EVCSRewardEvaluator:
+    """The condition's scenario with a cap of ``cap`` and no stall stop (one per process).
+
+    ``through``: loops do not stop at convergence either (every trace runs to ``cap``),
+    so that other ``ue_convergence_stable_rounds`` can be replayed. Evaluation-only: the
+    warm start is the scenario's own.
+    """
+    key = (scenario, condition, cap, through)
     if key not in _evaluators:
         nd = evcs_gym.load_scenario(scenario, **CONDITIONS[condition])
         long = dataclasses.replace(nd.settings, ue_max_iterations=cap, ue_stall_patience=0)
+        if through:
+            long = dataclasses.replace(long, ue_convergence_stable_rounds=NEVER)
         _evaluators[key] = evcs_gym.EVCSRewardEvaluator(dataclasses.replace(nd, settings=long))
     return _evaluators[key]
 
 
 def _trace(task: tuple) -> tuple[tuple[str, str, int], UETrace, float]:
-    scenario, condition, cap, profile, prices, seed = task
+    scenario, condition, cap, through, profile, prices, seed = task
     t0 = time.perf_counter()
-    tr = _evaluator(scenario, condition, cap).trace(prices, seed=seed)
+    tr = _evaluator(scenario, condition, cap, through).trace(prices, seed=seed)
     return (profile, condition, seed), tr, time.perf_counter() - t0
 
 
-def record(scenario, profiles, seeds, cap, workers, cache: Path | None) -> dict:
+def record(scenario, profiles, seeds, cap, workers, cache: Path | None, through=False) -> dict:
     """``{(profile, condition, seed): UETrace}``, from ``cache`` where it has them."""
     traces: dict = {}
-    if cache is not None and (cache / "traces.pkl").exists():
-        traces = pickle.loads((cache / "traces.pkl").read_bytes())
+    file = "traces_through.pkl" if through else "traces.pkl"
+    if cache is not None and (cache / file).exists():
+        traces = pickle.loads((cache / file).read_bytes())
     tasks = [
-        (scenario, c, cap, p, profiles[p], s)
+        (scenario, c, cap, through, p, profiles[p], s)
         for p in profiles
         for c in CONDITIONS
         for s in seeds
@@ -116,7 +132,7 @@ def record(scenario, profiles, seeds, cap, workers, cache: Path | None) -> dict:
             )
             if cache is not None and (i % 10 == 0 or i == len(tasks)):
                 cache.mkdir(parents=True, exist_ok=True)
-                (cache / "traces.pkl").write_bytes(pickle.dumps(traces))
+                (cache / file).write_bytes(pickle.dumps(traces))
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -142,8 +158,8 @@ def replay(traces, profiles, seeds, settings, patience: int) -> dict:
             runs = [traces[(p, c, s)] for s in seeds]
             stops[c] = [tr.stop(rule) for tr in runs]
             revenues[c] = np.array([tr.revenues[n - 1] for tr, (n, _) in zip(runs, stops[c])])
-        long = np.array([traces[(p, "default", s)].revenues[-1] for s in seeds])
         no_stall = dataclasses.replace(settings["default"], ue_stall_patience=0)
+        long = np.array([_long_run(traces[(p, "default", s)], no_stall) for s in seeds])
         cut = sum(
             why == "stalled" and traces[(p, "default", s)].stop(no_stall)[1] == "converged"
             for s, (_, why) in zip(seeds, stops["default"])
@@ -157,12 +173,25 @@ def replay(traces, profiles, seeds, settings, patience: int) -> dict:
     return out
 
 
-def orbit_averages(traces, profiles, seeds, tail: int) -> dict:
+def _long_run(tr: UETrace, no_stall) -> np.ndarray:
+    """Revenues of the loop run to the trace's cap without the stall stop (doubled cap)."""
+    n, _ = tr.stop(dataclasses.replace(no_stall, ue_max_iterations=tr.iterations))
+    return tr.revenues[n - 1]
+
+
+def orbit_averages(traces, profiles, seeds, tail: int, settings) -> dict:
     """Agreement of the mean revenue over each trace's last ``tail`` iterations."""
     out = {}
     for p in profiles:
         runs = {c: [traces[(p, c, s)] for s in seeds] for c in CONDITIONS}
-        if any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs):
+        never = {c: dataclasses.replace(settings[c], ue_stall_patience=0) for c in runs}
+        converges = (
+            tr.stop(dataclasses.replace(never[c], ue_max_iterations=tr.iterations))[1]
+            == "converged"
+            for c, trs in runs.items()
+            for tr in trs
+        )
+        if any(converges):
             continue  # only loops that never converge have an orbit
         mean = {c: np.array([tr.revenues[-tail:].mean(axis=0) for tr in runs[c]]) for c in runs}
         out[p] = {c: agreement(mean["default"], mean[c]) for c in ("free_flow", "halved")}
@@ -224,6 +253,13 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--patience", type=int, nargs="+", default=[10, 15, 20, 25, 30])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=None, help="folder to keep the traces in")
+    ap.add_argument(
+        "--stable-rounds",
+        type=int,
+        default=None,
+        help="replay with this ue_convergence_stable_rounds (traces then run through "
+        "convergence to --cap)",
+    )
     args = ap.parse_args(argv)
 
     nd = evcs_gym.load_scenario(args.scenario)
@@ -241,17 +277,27 @@ def main(argv: list[str] | None = None) -> dict:
         f"{args.scenario}: {len(profiles)} profiles x {len(CONDITIONS)} conditions x "
         f"{len(seeds)} seeds, traced to {args.cap} iterations without the stall stop; "
         f"replayed with the cap {s.ue_max_iterations}, stall min excess "
-        f"{s.ue_stall_min_excess:g}, min improvement {s.ue_stall_min_improvement:g}",
+        f"{s.ue_stall_min_excess:g}, min improvement {s.ue_stall_min_improvement:g}, "
+        f"stable rounds {args.stable_rounds or s.ue_convergence_stable_rounds}"
+        + (" (traces run through convergence)" if args.stable_rounds is not None else ""),
         flush=True,
     )
     t0 = time.perf_counter()
-    traces = record(args.scenario, profiles, seeds, args.cap, args.workers, args.cache)
+    through = args.stable_rounds is not None
+    traces = record(
+        args.scenario, profiles, seeds, args.cap, args.workers, args.cache, through=through
+    )
     print(f"traces: {time.perf_counter() - t0:.0f} s", flush=True)
     settings = {c: _evaluator(args.scenario, c, args.cap).network.settings for c in CONDITIONS}
     settings = {
         c: dataclasses.replace(v, ue_max_iterations=s.ue_max_iterations)
         for c, v in settings.items()
     }
+    if through:
+        settings = {
+            c: dataclasses.replace(v, ue_convergence_stable_rounds=args.stable_rounds)
+            for c, v in settings.items()
+        }
 
     agents = nd.agent_names
     summary = []
@@ -266,7 +312,7 @@ def main(argv: list[str] | None = None) -> dict:
     print(
         f"\n== orbit averages: mean revenue over the last {args.tail} of {args.cap} iterations =="
     )
-    orbit = orbit_averages(traces, profiles, seeds, args.tail)
+    orbit = orbit_averages(traces, profiles, seeds, args.tail, settings)
     for p, comps in orbit.items():
         print(f"  {p:<18}" + "  ".join(f"{c}: {_fmt(comps[c])}" for c in comps))
     oks = [ok for comps in orbit.values() for ok, _ in comps.values()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 
@@ -111,3 +112,18 @@ def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
         for (n3, _), (n0, _) in zip(row["stops"]["default"], off[name]["stops"]["default"]):
             assert n3 <= n0
     assert "patience 0:" in out and "patience 3:" in out and "orbit averages" in out
+
+
+def test_bench_stall_stop_replays_stable_rounds_on_traces_run_through(load_script, capsys):
+    """Traces that run on through convergence replay the scenario's own stable rounds
+    exactly as the plain traces do: the switching does not read that setting."""
+    bench = load_script("benchmarks", "bench_stall_stop")
+    argv = ["--scenario", "tiny", "--equilibrium", "", "--seeds", "3", "--random", "1"]
+    argv += ["--training", "0", "--cap", "60", "--patience", "5", "--workers", "1"]
+    plain = bench.main(argv)
+    through = bench.main([*argv, "--stable-rounds", "3"])
+    capsys.readouterr()
+    for name, row in plain[5].items():
+        assert through[5][name]["stops"] == row["stops"]
+        for c, (_, rel) in row["comparisons"].items():
+            assert np.array_equal(through[5][name]["comparisons"][c][1], rel)
