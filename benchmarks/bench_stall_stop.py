@@ -63,7 +63,10 @@ CONDITIONS = {
 }
 Z, REL_TOL = 3.0, 0.02
 
-_evaluators: dict[tuple[str, str, int], evcs_gym.EVCSRewardEvaluator] = {}
+NEVER = 10**9
+"""``ue_convergence_stable_rounds`` of traces that must not stop at convergence."""
+
+_evaluators: dict[tuple[str, str, int, bool], evcs_gym.EVCSRewardEvaluator] = {}
 
 
 def bench_evaluator_profiles(nd: evcs_gym.NetworkData, kind: str, n: int) -> list[dict]:
@@ -74,10 +77,6 @@ def bench_evaluator_profiles(nd: evcs_gym.NetworkData, kind: str, n: int) -> lis
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.price_sets(nd, max(n, 1))[kind][:n]
-
-
-NEVER = 10**9
-"""``ue_convergence_stable_rounds`` of traces that must not stop at convergence."""
 
 
 def _evaluator(
