@@ -345,7 +345,7 @@ class EVCSRewardEvaluator:
         ue = self._solve(p, seed)
         flows_mat = self._period_flows(ue.sim)
         margin = p - s.energy_cost_per_kwh
-        revenue = (p * flows_mat * s.charging_demand_per_vehicle).sum(axis=1)
+        revenue = _revenue(p, flows_mat, s.charging_demand_per_vehicle)
         reward = (margin * flows_mat * s.charging_demand_per_vehicle).sum(axis=1)
         completed = ~np.isnan(ue.sim.arrival_time)
         charging = nd.veh_charging
@@ -438,7 +438,7 @@ class EVCSRewardEvaluator:
         return UETrace(
             stats=list(ue.history),
             flows=flow,
-            revenues=(p * flow * s.charging_demand_per_vehicle).sum(axis=2),
+            revenues=_revenue(p, flow, s.charging_demand_per_vehicle),
             stop_reason=ue.stop_reason,
         )
 
@@ -621,6 +621,11 @@ def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
     """
     rng = np.random.default_rng(np.random.SeedSequence([_SEED_DOMAIN, seed]))
     return rng, int(rng.integers(0, 2**31 - 1))
+
+
+def _revenue(prices: np.ndarray, flows: np.ndarray, energy: float) -> np.ndarray:
+    """Σ over periods of price × flow × energy: per station (and per iteration of a trace)."""
+    return (prices * flows * energy).sum(axis=-1)
 
 
 def _model_error(sim: SimulationOutput, pc, slot: np.ndarray, departure: np.ndarray) -> float:
