@@ -178,22 +178,42 @@ def _long_run(tr: UETrace, no_stall) -> np.ndarray:
     return tr.revenues[n - 1]
 
 
-def orbit_averages(traces, profiles, seeds, tail: int, settings) -> dict:
-    """Agreement of the mean revenue over each trace's last ``tail`` iterations."""
+def orbit_averages(traces, profiles, seeds, tail: int) -> dict:
+    """Agreement of the mean revenue over each trace's last ``tail`` iterations.
+
+    Only profiles whose traces all ran to the cap have an orbit: those that never
+    converge, or all of them when the traces run through convergence (``--stable-rounds``).
+    """
     out = {}
     for p in profiles:
         runs = {c: [traces[(p, c, s)] for s in seeds] for c in CONDITIONS}
-        never = {c: dataclasses.replace(settings[c], ue_stall_patience=0) for c in runs}
-        converges = (
-            tr.stop(dataclasses.replace(never[c], ue_max_iterations=tr.iterations))[1]
-            == "converged"
-            for c, trs in runs.items()
-            for tr in trs
-        )
-        if any(converges):
-            continue  # only loops that never converge have an orbit
+        if any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs):
+            continue
         mean = {c: np.array([tr.revenues[-tail:].mean(axis=0) for tr in runs[c]]) for c in runs}
         out[p] = {c: agreement(mean["default"], mean[c]) for c in ("free_flow", "halved")}
+    return out
+
+
+def evaluations_against_orbit(traces, profiles, seeds, tail: int, settings, patience) -> dict:
+    """Each condition's evaluation against its own loop's long-run level.
+
+    For every profile with an orbit (:func:`orbit_averages`) and every condition: the
+    revenues the scenario's stop rule with ``patience`` reports (:func:`replay`) against
+    the mean over the same trace's last ``tail`` iterations, seed by seed, by the
+    study's rule. Where the orbits agree across the conditions, this says which
+    condition's evaluations stop off the common level, and by how much.
+    """
+    out = {}
+    for p in profiles:
+        runs = {c: [traces[(p, c, s)] for s in seeds] for c in CONDITIONS}
+        if any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs):
+            continue
+        out[p] = {}
+        for c, trs in runs.items():
+            rule = dataclasses.replace(settings[c], ue_stall_patience=patience)
+            evaluated = np.array([tr.revenues[tr.stop(rule)[0] - 1] for tr in trs])
+            level = np.array([tr.revenues[-tail:].mean(axis=0) for tr in trs])
+            out[p][c] = agreement(level, evaluated)
     return out
 
 
@@ -311,13 +331,15 @@ def main(argv: list[str] | None = None) -> dict:
     print(
         f"\n== orbit averages: mean revenue over the last {args.tail} of {args.cap} iterations =="
     )
-    orbit = orbit_averages(traces, profiles, seeds, args.tail, settings)
-    for p, comps in orbit.items():
-        print(f"  {p:<18}" + "  ".join(f"{c}: {_fmt(comps[c])}" for c in comps))
-    oks = [ok for comps in orbit.values() for ok, _ in comps.values()]
-    n_ok, n_all = sum(int(ok.sum()) for ok in oks), sum(len(ok) for ok in oks)
-    print(f"  {n_ok}/{n_all} agree" if orbit else "  (every profile has a loop that converged)")
+    orbit = orbit_averages(traces, profiles, seeds, args.tail)
+    _print_comparisons(orbit, "  (every profile has a loop that converged)")
     patience = nd.settings.ue_stall_patience or 20
+    print(
+        f"\n== evaluations (patience {patience}) against their own loop's long-run level "
+        f"(mean of its last {args.tail} iterations) =="
+    )
+    against = evaluations_against_orbit(traces, profiles, seeds, args.tail, settings, patience)
+    _print_comparisons(against, "  (every profile has a loop that converged)")
     print(
         f"\n== stalled evaluations (patience {patience}): revenues of the last k iterations "
         f"before the stop against the loop's long-run level (mean of the trace's second half) =="
@@ -331,8 +353,18 @@ def main(argv: list[str] | None = None) -> dict:
     print("\nsummary (a station agrees when |difference| <= max(3 SE, 2 %); '!' marks a miss):")
     print("\n".join(summary))
     figures["orbit"] = orbit
+    figures["against_orbit"] = against
     figures["stalled_revenue_error"] = noise
     return figures
+
+
+def _print_comparisons(table: dict, empty: str) -> None:
+    """``{profile: {condition: agreement}}`` as lines, and the share that agree."""
+    for p, comps in table.items():
+        print(f"  {p:<18}" + "  ".join(f"{c}: {_fmt(comps[c])}" for c in comps))
+    oks = [ok for comps in table.values() for ok, _ in comps.values()]
+    n_ok, n_all = sum(int(ok.sum()) for ok in oks), sum(len(ok) for ok in oks)
+    print(f"  {n_ok}/{n_all} agree" if table else empty)
 
 
 def report(res: dict, agents: tuple[str, ...]) -> tuple[list[str], str]:

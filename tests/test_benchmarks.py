@@ -99,7 +99,8 @@ def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
     ]
     figures = bench.main([*argv, "--cap", "60", "--patience", "0", "3", "--workers", "1"])
     out = capsys.readouterr().out
-    assert set(figures) == {0, 3, "orbit", "stalled_revenue_error"}
+    assert set(figures) == {0, 3, "orbit", "against_orbit", "stalled_revenue_error"}
+    assert set(figures["against_orbit"]) == set(figures["orbit"])
     off = figures[0]
     assert set(off) == {"base", "deviation_A_p2", "training_0", "random_0", "bench_random_0"}
     for row in off.values():
@@ -122,7 +123,12 @@ def test_bench_stall_stop_replays_stable_rounds_on_traces_run_through(load_scrip
     argv += ["--training", "0", "--cap", "60", "--patience", "5", "--workers", "1"]
     plain = bench.main(argv)
     through = bench.main([*argv, "--stable-rounds", "3"])
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    # every through-trace runs to the cap, so every profile has a long-run level
+    assert set(through["orbit"]) == set(through["against_orbit"]) == set(through[5])
+    for conditions in through["against_orbit"].values():
+        assert set(conditions) == {"default", "free_flow", "halved"}
+    assert "against their own loop's long-run level" in out
     for name, row in plain[5].items():
         assert through[5][name]["stops"] == row["stops"]
         for c, (_, rel) in row["comparisons"].items():
