@@ -467,8 +467,9 @@ class EVCSRewardEvaluator:
     def _start(self, prices: np.ndarray) -> np.ndarray:
         """Route slots the UE starts from: the scenario's start, made price-aware.
 
-        With ``ue_price_aware_start`` every charging platoon whose route in the start is
-        more than ``charging_tail_gap`` dearer than its cheapest alternative *at these
+        With ``ue_price_aware_start`` every charging platoon whose route in the start has
+        a relative gap above the charging mean-gap tolerance
+        (``stop_tolerances["charging_mean_gap"]``) to its cheapest alternative *at these
         prices* — costed on the start's own link travel times — moves to that
         alternative before anything is simulated. The start then depends on the scenario
         and the prices only, and carries none of the reference's choices the new prices

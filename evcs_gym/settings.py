@@ -129,10 +129,11 @@ class ScenarioSettings:
     ue_switch_charging_memory: float = 0.5
     """Targeted rule: ``ue_switch_memory`` for the charging platoons."""
     ue_price_aware_start: bool = True
-    """Before the first simulation of an evaluation, move every charging platoon to its
-    cheapest route under the *new* prices, costed on the link travel times of the start
-    (the reference equilibrium kept at load). The start then carries none of the
-    reference's station and period choices that the new prices make wrong."""
+    """Before the first simulation of an evaluation, move every charging platoon whose
+    route has a relative gap above the charging mean-gap tolerance to its cheapest route
+    under the *new* prices, costed on the link travel times of the start (the reference
+    equilibrium kept at load). The start then carries none of the reference's station
+    and period choices that the new prices make wrong."""
     ue_switch_budget_min: int = 50
     """Targeted rule: at least this many platoons are eligible per iteration (small
     scenarios: 50 of the tiny scenario's 450 platoons)."""
