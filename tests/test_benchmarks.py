@@ -133,3 +133,30 @@ def test_bench_stall_stop_replays_stable_rounds_on_traces_run_through(load_scrip
         assert through[5][name]["stops"] == row["stops"]
         for c, (_, rel) in row["comparisons"].items():
             assert np.array_equal(through[5][name]["comparisons"][c][1], rel)
+
+
+def test_bench_stop_rule_compares_candidates_on_the_same_profiles(load_script, capsys):
+    bench = load_script("benchmarks", "bench_stop_rule")
+    argv = ["--scenario", "tiny", "--equilibrium", "", "--seeds", "2", "--deviations", "1"]
+    argv += ["--training", "1", "--random", "0", "--bench-training", "1", "--workers", "1"]
+    argv += ["--candidate", "same:ue_tolerance_scale=1.0", "--candidate", "one:ue_max_iterations=1"]
+    out = bench.main(argv)
+    printed = capsys.readouterr().out
+    assert list(out) == ["defaults", "same", "one"]
+    # the scenario's own value as a candidate is the defaults, bit for bit
+    assert {k: v for k, v in out["same"].items() if k not in ("settings", "seconds")} == {
+        k: v for k, v in out["defaults"].items() if k not in ("settings", "seconds")
+    }
+    assert out["defaults"]["comparisons"] == 4 * 2 * 2  # profiles x conditions x stations
+    assert set(out["defaults"]["default_iterations"]) == {"base", "deviation", "training"}
+    assert out["one"]["default_iterations"]["base"] == (1, 1.0, 1)
+    assert out["one"]["default_unconverged"] == out["one"]["evaluations"] == 8
+    assert "summary" in printed and "######## one" in printed
+
+
+def test_bench_stop_rule_candidate_syntax(load_script):
+    bench = load_script("benchmarks", "bench_stop_rule")
+    assert bench.parse_candidate("a:x=1,y=off") == ("a", {"x": 1, "y": "off"})
+    for bad in ("noname", ":x=1", "a:", "a:x"):
+        with pytest.raises(ValueError, match="--candidate"):
+            bench.parse_candidate(bad)
