@@ -16,11 +16,13 @@ started. This benchmark measures that on Sioux Falls, at the scenario's defaults
    halved tolerances, and the long run (the default's trace at its end, ``--cap``
    iterations without a stall stop). It also counts loops that converge without the
    stall stop and that the rule would cut.
-3. **Orbit averages.** Where a loop never converges its revenues move from iteration to
-   iteration around a stationary level. The mean over the last ``--tail`` iterations
-   of each trace is compared across the conditions the same way, and for the
-   evaluations the scenario's stall stop ends, the revenues reported (and their mean
-   over the last few iterations) are set against that level.
+3. **Orbit averages.** Where a loop runs to the cap (it never converges, or every loop
+   with ``--stable-rounds``) its revenues move from iteration to iteration around a
+   stationary level. The mean over the last ``--tail`` iterations of each trace is
+   compared across the conditions the same way; each condition's evaluations are set
+   against their own loop's level (which start stops off it); and for the evaluations
+   the scenario's stall stop ends, the revenues reported (and their mean over the last
+   few iterations) are set against that level.
 
 Profiles: those of the convergence study at the solver equilibrium
 (``benchmarks/results/solve_siouxfalls.json``: the base profile, station 10's period 4
@@ -187,11 +189,16 @@ def orbit_averages(traces, profiles, seeds, tail: int) -> dict:
     out = {}
     for p in profiles:
         runs = {c: [traces[(p, c, s)] for s in seeds] for c in CONDITIONS}
-        if any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs):
+        if not _has_orbit(runs):
             continue
         mean = {c: np.array([tr.revenues[-tail:].mean(axis=0) for tr in runs[c]]) for c in runs}
         out[p] = {c: agreement(mean["default"], mean[c]) for c in ("free_flow", "halved")}
     return out
+
+
+def _has_orbit(runs: dict[str, list[UETrace]]) -> bool:
+    """Whether every trace ran to the cap (none stopped at convergence)."""
+    return not any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs)
 
 
 def evaluations_against_orbit(traces, profiles, seeds, tail: int, settings, patience) -> dict:
@@ -206,7 +213,7 @@ def evaluations_against_orbit(traces, profiles, seeds, tail: int, settings, pati
     out = {}
     for p in profiles:
         runs = {c: [traces[(p, c, s)] for s in seeds] for c in CONDITIONS}
-        if any(tr.stop_reason == "converged" for trs in runs.values() for tr in trs):
+        if not _has_orbit(runs):
             continue
         out[p] = {}
         for c, trs in runs.items():
