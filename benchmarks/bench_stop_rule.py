@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 import evcs_gym
+from evcs_gym.cli import parse_settings
 from evcs_gym.convergence import CONDITIONS, ConvergenceStudy, convergence_study, study_profiles
 
 RESULTS = Path(__file__).parent / "results"
@@ -49,16 +50,10 @@ def parse_candidate(text: str) -> tuple[str, dict[str, Any]]:
     name, sep, body = text.partition(":")
     if not sep or not name or not body:
         raise ValueError(f"`--candidate` must look like name:key=value[,key=value], got {text!r}")
-    settings: dict[str, Any] = {}
-    for item in body.split(","):
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise ValueError(f"`--candidate` {text!r}: {item!r} is not key=value")
-        try:
-            settings[key] = json.loads(value)
-        except json.JSONDecodeError:
-            settings[key] = value
-    return name, settings
+    try:
+        return name, parse_settings(body.split(","))
+    except SystemExit as e:  # the CLI's parser exits on a pair without '='
+        raise ValueError(f"`--candidate` {text!r}: {e}") from None
 
 
 def profiles_for(
