@@ -234,7 +234,11 @@ def test_render_rgb_array_and_human(tiny, tmp_path):
 
 
 def test_scenario_argument_forms(tiny):
-    assert evcs_gym.parallel_env(scenario="tiny").network is tiny
+    by_name = evcs_gym.parallel_env(scenario="tiny").network
+    # the name loads the bundled scenario through load_scenario's cache (an LRU: other
+    # tests' loads may have evicted the session fixture's object, never this one's)
+    assert by_name is evcs_gym.load_scenario("tiny")
+    assert by_name.settings == tiny.settings and by_name.agent_names == tiny.agent_names
     with pytest.raises(TypeError, match="scenario"):
         evcs_gym.parallel_env(scenario=3)
     with pytest.raises(ValueError, match="scenario_overrides"):
