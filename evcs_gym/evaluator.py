@@ -345,8 +345,8 @@ class EVCSRewardEvaluator:
         ue = self._solve(p, seed)
         flows_mat = self._period_flows(ue.sim)
         margin = p - s.energy_cost_per_kwh
-        revenue = _revenue(p, flows_mat, s.charging_demand_per_vehicle)
-        reward = (margin * flows_mat * s.charging_demand_per_vehicle).sum(axis=1)
+        revenue = _earnings(p, flows_mat, s.charging_demand_per_vehicle)
+        reward = _earnings(margin, flows_mat, s.charging_demand_per_vehicle)
         completed = ~np.isnan(ue.sim.arrival_time)
         charging = nd.veh_charging
         sim_counts = nd.simulated_vehicles()
@@ -438,7 +438,7 @@ class EVCSRewardEvaluator:
         return UETrace(
             stats=list(ue.history),
             flows=flow,
-            revenues=_revenue(p, flow, s.charging_demand_per_vehicle),
+            revenues=_earnings(p, flow, s.charging_demand_per_vehicle),
             stop_reason=ue.stop_reason,
         )
 
@@ -624,9 +624,10 @@ def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
     return rng, int(rng.integers(0, 2**31 - 1))
 
 
-def _revenue(prices: np.ndarray, flows: np.ndarray, energy: float) -> np.ndarray:
-    """Σ over periods of price × flow × energy: per station (and per iteration of a trace)."""
-    return (prices * flows * energy).sum(axis=-1)
+def _earnings(per_kwh: np.ndarray, flows: np.ndarray, energy: float) -> np.ndarray:
+    """Σ over periods of ``per_kwh`` × flow × energy, per station (and per iteration of a
+    trace): the revenue with prices, the reward with margins (price − energy cost)."""
+    return (per_kwh * flows * energy).sum(axis=-1)
 
 
 def _model_error(sim: SimulationOutput, pc, slot: np.ndarray, departure: np.ndarray) -> float:
