@@ -2,7 +2,7 @@
 
 The convergence study (:mod:`evcs_gym.convergence`) of the payoff-fidelity issue, run
 on one set of profiles at the scenario's defaults and at each ``--candidate`` (settings
-on top of the scenario's, e.g. ``mean08:ue_convergence_threshold=0.008``), so that the
+on top of the scenario's, e.g. ``mean07:ue_convergence_threshold=0.007``), so that the
 candidates are compared on the same profiles and seeds in one run. Each candidate's
 study table is printed, then one summary line per candidate: comparisons that agree by
 the study's rule (``|difference| <= max(3 SE, 2 %)``), the misses, and what the default
@@ -15,7 +15,7 @@ base, ``--deviations`` single-period spikes, ``--training`` training-like and
 drawn as ``bench_evaluator.py`` draws them (its sample's first ones, as
 ``bench_stall_stop.py`` uses them).
 
-Run: ``python benchmarks/bench_stop_rule.py --candidate mean08:ue_convergence_threshold=0.008
+Run: ``python benchmarks/bench_stop_rule.py --candidate mean07:ue_convergence_threshold=0.007
 [--scenario siouxfalls] [--seeds 6] [--deviations 4] [--training 3] [--random 1]
 [--bench-training 5] [--conditions default free_flow halved] [--workers 2] [--out F]``
 (Sioux Falls with the defaults: about 20 minutes per candidate on 2 cores).
