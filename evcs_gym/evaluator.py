@@ -560,7 +560,13 @@ class _StopRule:
         self.stable_rounds = s.ue_convergence_stable_rounds
         self.max_iterations = s.ue_max_iterations
         self.stall = (
-            _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
+            _StallWatch(
+                s.ue_stall_patience,
+                # near the rule = within min_excess of the *unscaled* tolerances, so a
+                # tighter ue_tolerance_scale never makes the stall stop give up sooner
+                s.ue_stall_min_excess / s.ue_tolerance_scale,
+                s.ue_stall_min_improvement,
+            )
             if s.ue_stall_patience
             else None
         )

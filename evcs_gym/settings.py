@@ -78,7 +78,8 @@ class ScenarioSettings:
     ``ue_charging_gap_threshold``, ``ue_charging_tail_gap``, ``ue_charging_tail_share``
     and the allowed share of uncompleted trips ``1 - ue_min_completed_ratio``. 0.5 halves
     them all (the convergence study's tighter rule); it never loosens the
-    switching rule's own parameters."""
+    switching rule's own parameters, nor moves what the stall stop counts as near the
+    rule (``ue_stall_min_excess``)."""
     ue_convergence_stable_rounds: int = 3
     """UE stop rule: consecutive iterations the gap and completion criteria must hold."""
     ue_max_iterations: int = 100
@@ -98,7 +99,9 @@ class ScenarioSettings:
     stalls (it runs to its own cap)."""
     ue_stall_min_excess: float = 2.0
     """``ue_stall_patience``: an iteration within this factor of every tolerance is near
-    the rule and resets the patience (≥ 1)."""
+    the rule and resets the patience (≥ 1). The factor applies to the tolerances
+    *before* ``ue_tolerance_scale``: tightening the rule (0.5 halves it) does not move
+    what counts as near, so a tighter rule never stalls sooner than the default."""
     ue_stall_min_improvement: float = 0.02
     """``ue_stall_patience``: relative drop of the best excess that counts as progress."""
     ue_min_completed_ratio: float = 0.95

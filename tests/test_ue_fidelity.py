@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.evaluator import GapStats, gap_summary
+from evcs_gym.evaluator import GapStats, _StopRule, gap_summary
 from evcs_gym.simulation import WorldBuilder
 
 UNEVEN = {"A": [0.9, 1.6, 1.1, 1.3], "B": [1.4, 0.8, 1.5, 1.0]}
@@ -210,6 +210,28 @@ def test_stall_patience_never_cuts_a_loop_near_the_rule(tiny):
     cut = evcs_gym.EVCSRewardEvaluator(hasty).evaluate(prices, seed=0)
     assert cut.ue_stats["stop_reason"] == "stalled" and not cut.converged
     assert cut.ue_iterations < off.ue_iterations
+
+
+def _stops(settings: evcs_gym.ScenarioSettings, excess: float, n: int = 60) -> tuple[int, str]:
+    """Where ``settings``' stop rule ends a loop whose every iteration misses the *unscaled*
+    rule by ``excess`` (only the all-platoon mean gap is off)."""
+    rule = _StopRule(settings)
+    st = GapStats(excess * settings.ue_convergence_threshold, 0.0, 0.0, 1.0)
+    for it in range(n):
+        if (reason := rule.update(it, st)) is not None:
+            return it + 1, reason
+    return n, "running"
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5, 0.25])
+def test_a_tighter_rule_never_stalls_sooner(scale):
+    """``ue_tolerance_scale`` tightens the rule, not what the stall stop counts as near it:
+    a loop 1.5× off the default rule is near at any scale (it runs on, to the cap), and one
+    3× off stalls after the same patience at every scale."""
+    s = evcs_gym.ScenarioSettings(ue_stall_patience=20, ue_max_iterations=1000)
+    tight = dataclasses.replace(s, ue_tolerance_scale=scale)
+    assert _stops(tight, excess=1.5) == _stops(s, excess=1.5) == (60, "running")
+    assert _stops(tight, excess=3.0) == _stops(s, excess=3.0) == (21, "stalled")
 
 
 def test_trace_is_the_evaluation(tiny):

@@ -81,7 +81,10 @@ def test_values_equal_the_raw_infos(tiny, kind):
 
 def test_stalled_is_one_when_the_ue_stalled(tiny):
     stalling = evcs_gym.load_scenario(  # a rule out of reach, no progress counts: stalls at once
-        "tiny", ue_tolerance_scale=0.01, ue_stall_patience=1, ue_stall_min_improvement=0.99
+        "tiny",
+        ue_convergence_threshold=1e-9,
+        ue_stall_patience=1,
+        ue_stall_min_improvement=0.99,
     )
     env = NumericInfo(evcs_gym.parallel_env(scenario=stalling), keys=["converged", "stalled"])
     env.reset(seed=0)
