@@ -126,25 +126,58 @@ class GapStats:
     """Share of completed charging platoons whose gap exceeds the tail gap."""
     completed_ratio: float
     """Share of all platoons that completed their trip."""
+    unscaled_tail_share: float | None = None
+    """The tail share at the tail gap before ``ue_tolerance_scale``, where the rule's
+    tail gap is scaled (``None``: the same as ``charging_tail_share``). The stall stop
+    reads it (:meth:`unscaled`)."""
 
     @classmethod
     def of(
-        cls, gap: np.ndarray, completed: np.ndarray, charging: np.ndarray, tail_gap: float
+        cls,
+        gap: np.ndarray,
+        completed: np.ndarray,
+        charging: np.ndarray,
+        tail_gap: float,
+        unscaled_tail_gap: float | None = None,
     ) -> GapStats:
+        """The statistics of one iteration's relative ``gap`` per platoon, with the tail
+        share above ``tail_gap`` (and above ``unscaled_tail_gap`` where it differs)."""
         n = len(gap)
         done_ch = completed & charging
-        if charging.any() and not done_ch.any():  # every charging trip stuck: not converged
-            ch_mean, ch_tail = 1.0, 1.0
-        elif done_ch.any():
-            ch_mean = float(gap[done_ch].mean())
-            ch_tail = float((gap[done_ch] > tail_gap).mean())
+        stuck = charging.any() and not done_ch.any()  # every charging trip stuck
+
+        def tail_share(limit: float) -> float:
+            if stuck:
+                return 1.0
+            return float((gap[done_ch] > limit).mean()) if done_ch.any() else 0.0
+
+        if stuck:
+            ch_mean = 1.0
         else:
-            ch_mean = ch_tail = 0.0
+            ch_mean = float(gap[done_ch].mean()) if done_ch.any() else 0.0
+        unscaled = None
+        if unscaled_tail_gap is not None and unscaled_tail_gap != tail_gap:
+            unscaled = tail_share(unscaled_tail_gap)
         return cls(
             mean_gap=float(gap[completed].mean()) if completed.any() else 1.0,
             charging_mean_gap=ch_mean,
-            charging_tail_share=ch_tail,
+            charging_tail_share=tail_share(tail_gap),
             completed_ratio=float(completed.mean()) if n else 1.0,
+            unscaled_tail_share=unscaled,
+        )
+
+    def unscaled(self) -> GapStats:
+        """These statistics as the rule before ``ue_tolerance_scale`` sees them.
+
+        Example:
+            >>> GapStats(0.004, 0.005, 0.10, 1.0, unscaled_tail_share=0.01).unscaled()
+            GapStats(mean_gap=0.004, charging_mean_gap=0.005, charging_tail_share=0.01, \
+completed_ratio=1.0, unscaled_tail_share=None)
+        """
+        if self.unscaled_tail_share is None:
+            return self
+        return dataclasses.replace(
+            self, charging_tail_share=self.unscaled_tail_share, unscaled_tail_share=None
         )
 
     def excess(self, tol: Mapping[str, float]) -> float:
@@ -517,7 +550,9 @@ class EVCSRewardEvaluator:
             pc = self._coster.compute(sim.traveltime, prices, sim.network_entry)
             completed = ~np.isnan(sim.arrival_time)
             gap = relative_gap(pc.cost, slot, np.argmin(pc.cost, axis=1))
-            stats = GapStats.of(gap, completed, charging, tol["charging_tail_gap"])
+            stats = GapStats.of(
+                gap, completed, charging, tol["charging_tail_gap"], s.ue_charging_tail_gap
+            )
             history.append(stats)
             t_cost += time.perf_counter() - t2
             t_sim += t2 - t1
@@ -560,23 +595,22 @@ class _StopRule:
         self.stable_rounds = s.ue_convergence_stable_rounds
         self.max_iterations = s.ue_max_iterations
         self.stall = (
-            _StallWatch(
-                s.ue_stall_patience,
-                # near the rule = within min_excess of the *unscaled* tolerances, so a
-                # tighter ue_tolerance_scale never makes the stall stop give up sooner
-                s.ue_stall_min_excess / s.ue_tolerance_scale,
-                s.ue_stall_min_improvement,
-            )
+            _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
             if s.ue_stall_patience
             else None
         )
+        # the stall stop judges the loop against the rule before ue_tolerance_scale: a
+        # tighter rule then never gives up sooner than the scenario's own would
+        self.stall_tol = dataclasses.replace(s, ue_tolerance_scale=1.0).stop_tolerances
         self.stable = 0
 
     def update(self, iteration: int, stats: GapStats) -> str | None:
         self.stable = self.stable + 1 if stats.meets(self.tol) else 0
         if self.stable >= self.stable_rounds:
             return "converged"
-        if self.stall is not None and self.stall.stalled(iteration, stats.excess(self.tol)):
+        if self.stall is not None and self.stall.stalled(
+            iteration, stats.unscaled().excess(self.stall_tol)
+        ):
             return "stalled"
         if iteration == self.max_iterations - 1:
             return "max_iterations"

@@ -99,9 +99,11 @@ class ScenarioSettings:
     stalls (it runs to its own cap)."""
     ue_stall_min_excess: float = 2.0
     """``ue_stall_patience``: an iteration within this factor of every tolerance is near
-    the rule and resets the patience (≥ 1). The factor applies to the tolerances
-    *before* ``ue_tolerance_scale``: tightening the rule (0.5 halves it) does not move
-    what counts as near, so a tighter rule never stalls sooner than the default."""
+    the rule and resets the patience (≥ 1). The stall stop judges a loop against the
+    rule *before* ``ue_tolerance_scale`` (its tolerances, and the tail share counted at
+    the unscaled ``ue_charging_tail_gap``): tightening the rule (0.5 halves it) does not
+    move what counts as near or as progress, so a tighter rule never stalls sooner than
+    the scenario's own."""
     ue_stall_min_improvement: float = 0.02
     """``ue_stall_patience``: relative drop of the best excess that counts as progress."""
     ue_min_completed_ratio: float = 0.95

@@ -234,6 +234,22 @@ def test_a_tighter_rule_never_stalls_sooner(scale):
     assert _stops(tight, excess=3.0) == _stops(s, excess=3.0) == (21, "stalled")
 
 
+def test_the_stall_stop_reads_the_tail_at_the_unscaled_tail_gap():
+    """Halving the tail gap (5 % -> 2.5 %) puts many more charging platoons in the tail;
+    the stall stop counts them at 5 %, as the scenario's own rule does."""
+    gap = np.r_[np.full(90, 0.01), np.full(8, 0.03), np.full(2, 0.08)]  # 10 % above 2.5 %
+    done, charging = np.ones(100, bool), np.ones(100, bool)
+    st = GapStats.of(gap, done, charging, tail_gap=0.025, unscaled_tail_gap=0.05)
+    assert st.charging_tail_share == 0.10 and st.unscaled().charging_tail_share == 0.02
+    assert GapStats.of(gap, done, charging, 0.05, 0.05).unscaled_tail_share is None
+    s = evcs_gym.ScenarioSettings(
+        ue_convergence_threshold=0.02, ue_stall_patience=5, ue_tolerance_scale=0.5
+    )
+    rule = _StopRule(s)  # the halved rule allows 1 % above 2.5 %: 10x off, far from it
+    assert st.excess(s.stop_tolerances) == pytest.approx(10.0)
+    assert [rule.update(it, st) for it in range(30)] == [None] * 30  # near the unscaled rule
+
+
 def test_trace_is_the_evaluation(tiny):
     """``trace`` runs the loop of ``evaluate``: its last iteration is the result, bit for bit."""
     ev = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_stall_patience=10))
