@@ -202,15 +202,15 @@ def test_cli_convergence_prints_the_table(tmp_path, capsys):
     assert json.loads(out.read_text())["scenario"] == "tiny"
 
 
-SIOUXFALLS_KNOWN_MISSES = {"halved/base/13", "halved/deviation_10_p4/10", "free_flow/random_0/3"}
+SIOUXFALLS_KNOWN_MISSES = {"free_flow/random_0/3"}
 """Measured and open (benchmarks/results/convergence_siouxfalls.txt, the 0.8 % all-platoon
-mean gap): station 13 at this profile and station 10 at its spike under halved
-tolerances, +417 ± 70 on 16,896 (2.5 %) and -1,662 ± 491 on 39,216 (4.2 %), both
-evaluations that never meet the halved rule; and station 3 at the uniform-random one
-from a free-flow start, -705 ± 101 on 29,482 (2.4 %); the other 45 comparisons agree. At
-the 1 % rule (``*_mean1pct.txt``) the free-flow start missed at this profile instead
-(stations 13 and 10, 3.1 % and 2.3 %). With identical drivers: station 3 at this
-profile, 6.9 %."""
+mean gap): station 3 at the uniform-random profile from a free-flow start, -705 ± 101 on
+29,482 (2.4 %), a stalled loop; the other 47 comparisons agree. Until the stall stop
+judged loops against the unscaled rule (2026-11-28), halved loops stalled at the
+default's quality, and two of them missed (station 13 at this profile, +2.5 %; station
+10 at its spike, -4.2 %). At the 1 % rule (``*_mean1pct.txt``) the free-flow start
+missed at this profile instead (stations 13 and 10, 3.1 % and 2.3 %). With identical
+drivers: station 3 at this profile, 6.9 %."""
 
 
 def _siouxfalls_study(**overrides):
@@ -228,7 +228,7 @@ def test_siouxfalls_revenues_do_not_depend_on_start_tolerance_or_cap():
     """The issue's acceptance study on Sioux Falls at its defaults (about 10 minutes on 2
     idle cores): the uniform-random evaluations stall (``ue_stall_patience=20``), and
     the revenues agree with the free-flow start, the halved tolerances and a
-    200-iteration run without the stall stop, but for the known misses of 2.4-4.2 %."""
+    200-iteration run without the stall stop, but for the known miss of 2.4 %."""
     study = _siouxfalls_study()
     assert max(study.iteration_stats("default", "random_0")["iterations"]) < 100  # stalled
     bad = {d.split(":")[0] for d in _disagreements(study)}
@@ -241,8 +241,8 @@ def test_siouxfalls_revenues_without_the_stall_stop():
     """The same study with the stall stop off (``ue_stall_patience=0``, about 15 minutes):
     the uniform-random evaluations run to the 100-iteration cap, and every comparison
     agrees (convergence_siouxfalls_no_stall.txt; at the 1 % rule the free-flow start
-    missed at the base profile). The known misses of the default study are evaluations
-    that the stall stop ends."""
+    missed at the base profile). The known miss of the default study is an evaluation
+    that the stall stop ends (a uniform-random one from a free-flow start)."""
     study = _siouxfalls_study(ue_stall_patience=0)
     assert min(study.iteration_stats("default", "random_0")["iterations"]) == 100  # the cap
     assert _disagreements(study) == []
