@@ -5,7 +5,9 @@ profiles at several seeds under the default UE and under variants that must not 
 the answer beyond seed noise (DESIGN.md, evaluation semantics 5):
 
 * ``free_flow``: the UE starts from free-flow routes instead of the reference warm start;
-* ``halved``: every stop-rule tolerance halved (``ue_tolerance_scale=0.5``);
+* ``halved``: every stop-rule tolerance halved (``ue_tolerance_scale=0.5``); the stall
+  stop still judges the unscaled rule, so these loops never give up sooner than the
+  default's;
 * ``doubled_cap``: the evaluations' iteration cap doubled (``ue_max_iterations`` × 2)
   and no stall stop (``ue_stall_patience=0``), from the default's very start (the warm
   start is not re-solved). Where the default ends at its cap or stalls
