@@ -3,7 +3,7 @@
 For each scenario (default: every bundled one) it times, in one run:
 
 * raw simulation: one World build + ``exec_simulation`` with every platoon on its
-  free-flow route and no vehicle logging (median of 3);
+  free-flow route and no vehicle logging, timed afresh between every two evaluations;
 * ``--n`` evaluations at *training-like* prices: the middle of the bounds plus Gaussian
   noise of 5 % of the price range per station and period (what a learner's exploration
   around a profile looks like);
@@ -13,11 +13,14 @@ For each scenario (default: every bundled one) it times, in one run:
 each at its own seed, and prints per evaluation: seconds, UE iterations, convergence, the
 charging platoons' final gap statistics (mean, share above 5 %) next to the stop rule's
 tolerances, why the loop stopped (``converged``, ``stalled`` or ``cap``) and the ratio
-eval seconds / raw-simulation seconds. Every figure is taken at the scenario's default
-stop rule; ``--stall-patience N [M ...]`` runs the price sets once per
-``ue_stall_patience`` value (0 = run to the cap), on one load and one raw-simulation
-timing, so the ratios compare within the run. ``--set KEY=VALUE`` overrides a scenario
-setting (as on the command line), e.g. ``station_taste_scale=4``.
+eval seconds / raw-simulation seconds, the raw simulation being the mean of the two timed
+just before and just after that evaluation. A shared host's load drifts within minutes;
+timing the denominator next to each evaluation keeps that drift out of the ratios (one
+timing at the start of the run moved the median ratio by up to a third). Every figure is
+taken at the scenario's default stop rule; ``--stall-patience N [M ...]`` runs the price
+sets once per ``ue_stall_patience`` value (0 = run to the cap), on one load. ``--set
+KEY=VALUE`` overrides a scenario setting (as on the command line), e.g.
+``station_taste_scale=4``.
 
 Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]
 [--stall-patience 0 20] [--set KEY=VALUE]``
@@ -39,18 +42,27 @@ from evcs_gym.cli import parse_settings
 from evcs_gym.simulation import WorldBuilder
 
 
-def raw_simulation_seconds(nd: evcs_gym.NetworkData, repeats: int = 3) -> float:
-    """Median seconds of World build + exec_simulation on free-flow routes, no logging."""
-    builder = WorldBuilder(nd)
-    free_flow = nd.group_routes[nd.veh_group, 0]
-    times = []
-    for _ in range(repeats):
+class RawSimulation:
+    """Times World build + exec_simulation on free-flow routes, no logging.
+
+    Example:
+        >>> raw = RawSimulation(evcs_gym.load_scenario("tiny", warm_start=False))
+        >>> raw.seconds() > 0
+        True
+    """
+
+    def __init__(self, nd: evcs_gym.NetworkData) -> None:
+        self._builder = WorldBuilder(nd)
+        self._free_flow = nd.group_routes[nd.veh_group, 0]
+
+    def seconds(self) -> float:
+        """Seconds of one raw simulation, timed now."""
         t0 = time.perf_counter()
-        W = builder.build(free_flow, seed=0)
+        W = self._builder.build(self._free_flow, seed=0)
         W.exec_simulation()
-        times.append(time.perf_counter() - t0)
+        seconds = time.perf_counter() - t0
         assert isinstance(W, uxsim.uxsim_cpp_wrapper.CppWorld)
-    return statistics.median(times)
+        return seconds
 
 
 def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, list[dict]]:
@@ -81,7 +93,8 @@ def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrid
     t0 = time.perf_counter()
     nd = evcs_gym.load_scenario(name, **overrides)
     load_s = time.perf_counter() - t0
-    raw = raw_simulation_seconds(nd)
+    raw = RawSimulation(nd)
+    first_raw = statistics.median(raw.seconds() for _ in range(3))
     tol = nd.settings.stop_tolerances
     ws = nd.warm_start_info
     print(f"\n== {nd.summary()}")
@@ -92,7 +105,11 @@ def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrid
         f"{nd.timings.get('warm_start', 0.0):.2f} s, {ws.get('iterations', 0)} UE iterations, "
         f"converged {ws.get('converged')})"
     )
-    print(f"raw simulation (build + exec_simulation, free-flow routes): {raw:.3f} s")
+    print(
+        f"raw simulation (build + exec_simulation, free-flow routes): {first_raw:.3f} s at the "
+        "start; each ratio divides by the mean of the raw simulations timed just before and "
+        "after its evaluation"
+    )
     print(
         f"stop rule: mean gap <= {tol['mean_gap']:.2%}, charging mean gap <= "
         f"{tol['charging_mean_gap']:.2%}, charging share above {tol['charging_tail_gap']:.0%} "
@@ -114,21 +131,29 @@ def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrid
     return summary
 
 
-def _time_sets(ev: evcs_gym.EVCSRewardEvaluator, sets: dict[str, list[dict]], raw: float) -> dict:
+def _time_sets(
+    ev: evcs_gym.EVCSRewardEvaluator, sets: dict[str, list[dict]], raw: RawSimulation
+) -> dict:
     header = (
         f"{'case':<20}{'seconds':>9}{'iters':>7}{'stop':>11}{'ch gap':>8}{'ch >5%':>8}"
-        f"{'gap':>8}{'ratio':>8}"
+        f"{'gap':>8}{'raw s':>8}{'ratio':>8}"
     )
     summary = {}
     for label, profiles in sets.items():
         print(header)
         print("-" * len(header))
-        secs, iters, conv, stalled = [], [], [], []
+        secs, raws, ratios, iters, conv, stalled = [], [], [], [], [], []
+        before = raw.seconds()
         for i, prices in enumerate(profiles):
             res = ev.evaluate(prices, seed=i)
+            after = raw.seconds()
+            denominator = (before + after) / 2
+            before = after
             st = res.ue_stats
             s = res.timings["total"]
             secs.append(s)
+            raws.append(denominator)
+            ratios.append(s / denominator)
             iters.append(res.ue_iterations)
             conv.append(res.converged)
             reason = "cap" if st["stop_reason"] == "max_iterations" else st["stop_reason"]
@@ -136,17 +161,21 @@ def _time_sets(ev: evcs_gym.EVCSRewardEvaluator, sets: dict[str, list[dict]], ra
             print(
                 f"{f'{label} #{i}':<20}{s:>9.2f}{res.ue_iterations:>7}{reason:>11}"
                 f"{st['charging_relative_gap']:>8.2%}{st['charging_tail_share']:>8.1%}"
-                f"{st['relative_gap']:>8.2%}{s / raw:>8.1f}"
+                f"{st['relative_gap']:>8.2%}{denominator:>8.3f}{ratios[-1]:>8.1f}"
             )
-        med = statistics.median(secs)
+        med = statistics.median(ratios)
         print(
-            f"{label}: median {med:.2f} s = {med / raw:.1f} raw simulations, iterations "
-            f"median {statistics.median(iters):g} (min {min(iters)}, max {max(iters)}), "
-            f"converged {sum(conv)}/{len(conv)}, stalled {sum(stalled)}/{len(stalled)}\n"
+            f"{label}: median {med:.1f} raw simulations (median {statistics.median(secs):.2f} s; "
+            f"raw simulation {min(raws):.3f}-{statistics.median(raws):.3f}-{max(raws):.3f} s), "
+            f"iterations median {statistics.median(iters):g} (min {min(iters)}, max "
+            f"{max(iters)}), converged {sum(conv)}/{len(conv)}, stalled "
+            f"{sum(stalled)}/{len(stalled)}\n"
         )
         summary[label] = {
-            "median_s": med,
-            "ratio": med / raw,
+            "median_s": statistics.median(secs),
+            "ratio": med,
+            "ratios": ratios,
+            "raw_s": raws,
             "iterations": iters,
             "conv": conv,
             "stalled": stalled,

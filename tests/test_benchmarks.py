@@ -7,6 +7,7 @@ correctness figure a benchmark reports, e.g. that the vector env matched serial 
 from __future__ import annotations
 
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -71,6 +72,9 @@ def test_bench_evaluator_reports_why_each_loop_stopped(load_script, capsys):
     off, on = summary["uniform-random (patience 0)"], summary["uniform-random (patience 5)"]
     assert not any(off["stalled"]) and any(on["stalled"])
     assert not any(c and s for c, s in zip(on["conv"], on["stalled"]))
+    # every evaluation's ratio divides by raw simulations timed next to it
+    assert len(on["ratios"]) == len(on["raw_s"]) == 3 and min(on["raw_s"]) > 0
+    assert on["ratio"] == statistics.median(on["ratios"])
     # here it only shortened loops that would not have converged (not a law: see settings)
     for c, a, b in zip(off["conv"], off["iterations"], on["iterations"]):
         assert (a == b) if c else (b <= a)
