@@ -66,6 +66,29 @@ def _fit(values: np.ndarray, n: int) -> np.ndarray:
     return np.concatenate([values, np.full(n - len(values), pad)])
 
 
+class _NodeSum:
+    """Sums the rows of a (n_links, n_steps) array per node the links leave (or enter).
+
+    ``np.add.reduceat`` over the links sorted by node: no ``ufunc.at`` (slow) and no
+    matrix product (BLAS threads fight the pool's workers for the cores).
+
+    Example:
+        >>> _NodeSum(np.array([2, 0, 2]), 3)(np.array([[1.0], [2.0], [4.0]])).ravel().tolist()
+        [2.0, 0.0, 5.0]
+    """
+
+    def __init__(self, node_of_link: np.ndarray, n_nodes: int) -> None:
+        self.order = np.argsort(node_of_link, kind="stable")
+        self.nodes, self.first = np.unique(node_of_link[self.order], return_index=True)
+        self.n_nodes = n_nodes
+
+    def __call__(self, per_link: np.ndarray) -> np.ndarray:
+        out = np.zeros((self.n_nodes, per_link.shape[1]))
+        if len(self.order):
+            out[self.nodes] = np.add.reduceat(per_link[self.order], self.first, axis=0)
+        return out
+
+
 class WorldBuilder:
     """Builds and runs UXsim worlds for one scenario.
 
@@ -117,12 +140,8 @@ class WorldBuilder:
         lengths = np.diff(network.route_offsets)
         self._route_len = lengths
         self._free_flow_time = network.links.free_flow_time
-        # node x link incidence of link starts and ends (for the origin queues' balance)
-        n_links = len(network.links.start)
-        self._starts_at = np.zeros((self._n_nodes, n_links))
-        self._starts_at[network.links.start, np.arange(n_links)] = 1.0
-        self._ends_at = np.zeros((self._n_nodes, n_links))
-        self._ends_at[network.links.end, np.arange(n_links)] = 1.0
+        self._links_from = _NodeSum(network.links.start, self._n_nodes)
+        self._links_into = _NodeSum(network.links.end, self._n_nodes)
         self.exec_seconds = 0.0
         """Cumulative seconds spent inside the engine's main loop (for benchmarks)."""
 
@@ -266,7 +285,7 @@ class WorldBuilder:
         nd = self.network
         n = self.n_steps
         # counts of whole vehicles: the matrix products and sums below are exact
-        released = self._starts_at @ cum_arrival - self._ends_at @ cum_departure
+        released = self._links_from(cum_arrival) - self._links_into(cum_departure)
         done = ~np.isnan(arrival)
         end_step = np.minimum(np.ceil(arrival[done] / self.delta_t).astype(np.int64), n)
         ended = np.bincount(
