@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import importlib.util
 import json
 import pickle
@@ -107,12 +108,51 @@ def _trace(task: tuple) -> tuple[tuple[str, str, int], UETrace, float]:
     return (profile, condition, seed), tr, time.perf_counter() - t0
 
 
-def record(scenario, profiles, seeds, cap, workers, cache: Path | None, through=False) -> dict:
-    """``{(profile, condition, seed): UETrace}``, from ``cache`` where it has them."""
-    traces: dict = {}
+def trace_fingerprint(settings, condition: str, cap: int, through: bool, prices) -> str:
+    """What a cached trace was recorded under: the scenario's settings, the condition,
+    the cap, ``through`` and the profile's prices. A cached trace is reused only under
+    the same fingerprint, so a changed stop rule or profile is traced afresh.
+
+    Example:
+        >>> s = evcs_gym.load_scenario("tiny", warm_start=False).settings
+        >>> p = {"A": [1.0, 1.0]}
+        >>> trace_fingerprint(s, "default", 60, False, p) == trace_fingerprint(
+        ...     s, "default", 60, False, {"A": [1.0, 1.0]})
+        True
+        >>> trace_fingerprint(s, "default", 60, False, p) == trace_fingerprint(
+        ...     dataclasses.replace(s, ue_convergence_threshold=0.001), "default", 60, False, p)
+        False
+    """
+    digest = hashlib.sha256(repr((settings, CONDITIONS[condition], cap, through)).encode())
+    for agent in sorted(prices):
+        digest.update(agent.encode() + np.asarray(prices[agent], dtype=float).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def record(
+    scenario, profiles, seeds, cap, workers, cache: Path | None, through=False, settings=None
+) -> dict:
+    """``{(profile, condition, seed): UETrace}``, from ``cache`` where it has them.
+
+    ``settings``: the scenario's (default: loaded); the cache keeps each trace under its
+    :func:`trace_fingerprint` and hands back only those recorded under the same one.
+    """
+    if settings is None:
+        settings = evcs_gym.load_scenario(scenario, warm_start=False).settings
+    fingerprint = {
+        (p, c): trace_fingerprint(settings, c, cap, through, profiles[p])
+        for p in profiles
+        for c in CONDITIONS
+    }
+    cached: dict = {}
     file = "traces_through.pkl" if through else "traces.pkl"
     if cache is not None and (cache / file).exists():
-        traces = pickle.loads((cache / file).read_bytes())
+        cached = pickle.loads((cache / file).read_bytes())
+    traces = {
+        key[:3]: tr  # (profile, condition, seed); caches of older runs have no fingerprint
+        for key, tr in cached.items()
+        if len(key) == 4 and fingerprint.get(key[:2]) == key[3]
+    }
     tasks = [
         (scenario, c, cap, through, p, profiles[p], s)
         for p in profiles
@@ -126,6 +166,7 @@ def record(scenario, profiles, seeds, cap, workers, cache: Path | None, through=
     try:
         for i, (key, tr, secs) in enumerate(runs, 1):
             traces[key] = tr
+            cached[(*key, fingerprint[key[:2]])] = tr
             print(
                 f"  [{i}/{len(tasks)} {time.perf_counter() - t0:6.0f} s] {key[0]} {key[1]} "
                 f"seed {key[2]}: {tr.iterations} iterations ({tr.stop_reason}), {secs:.0f} s",
@@ -133,7 +174,7 @@ def record(scenario, profiles, seeds, cap, workers, cache: Path | None, through=
             )
             if cache is not None and (i % 10 == 0 or i == len(tasks)):
                 cache.mkdir(parents=True, exist_ok=True)
-                (cache / file).write_bytes(pickle.dumps(traces))
+                (cache / file).write_bytes(pickle.dumps(cached))
     finally:
         if pool is not None:
             pool.shutdown(cancel_futures=True)
@@ -311,7 +352,14 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     through = args.stable_rounds is not None
     traces = record(
-        args.scenario, profiles, seeds, args.cap, args.workers, args.cache, through=through
+        args.scenario,
+        profiles,
+        seeds,
+        args.cap,
+        args.workers,
+        args.cache,
+        through=through,
+        settings=nd.settings,
     )
     print(f"traces: {time.perf_counter() - t0:.0f} s", flush=True)
     settings = {c: _evaluator(args.scenario, c, args.cap).network.settings for c in CONDITIONS}

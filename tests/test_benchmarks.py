@@ -6,11 +6,14 @@ correctness figure a benchmark reports, e.g. that the vector env matched serial 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 
 import numpy as np
 import pytest
+
+import evcs_gym
 
 
 def test_bench_vector_env_matches_serial_across_an_autoreset(load_script, capsys):
@@ -117,6 +120,25 @@ def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
         for (n3, _), (n0, _) in zip(row["stops"]["default"], off[name]["stops"]["default"]):
             assert n3 <= n0
     assert "patience 0:" in out and "patience 3:" in out and "orbit averages" in out
+
+
+def test_bench_stall_stop_reuses_cached_traces_only_under_the_same_settings(
+    load_script, tmp_path, capsys
+):
+    bench = load_script("benchmarks", "bench_stall_stop")
+    nd = evcs_gym.load_scenario("tiny", warm_start=False)
+    profiles = {"p": {a: np.full(nd.n_periods, 1.0) for a in nd.agent_names}}
+    args = ("tiny", profiles, [0], 8, 1, tmp_path)
+    first = bench.record(*args, settings=nd.settings)
+    assert capsys.readouterr().out.count("iterations (") == len(bench.CONDITIONS)
+    again = bench.record(*args, settings=nd.settings)
+    assert capsys.readouterr().out.count("iterations (") == 0  # all from the cache
+    assert set(again) == set(first)
+    for key, trace in first.items():
+        assert again[key].iterations == trace.iterations
+    tighter = dataclasses.replace(nd.settings, ue_convergence_threshold=1e-4)
+    bench.record(*args, settings=tighter)
+    assert capsys.readouterr().out.count("iterations (") == len(bench.CONDITIONS)
 
 
 def test_bench_stall_stop_replays_stable_rounds_on_traces_run_through(load_script, capsys):
