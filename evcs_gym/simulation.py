@@ -284,7 +284,8 @@ class WorldBuilder:
         """
         nd = self.network
         n = self.n_steps
-        # counts of whole vehicles: the matrix products and sums below are exact
+        # counts of whole vehicles: these sums are exact in any order (bit-identical to
+        # the ufunc.at accumulation they replace)
         released = self._links_from(cum_arrival) - self._links_into(cum_departure)
         done = ~np.isnan(arrival)
         end_step = np.minimum(np.ceil(arrival[done] / self.delta_t).astype(np.int64), n)
