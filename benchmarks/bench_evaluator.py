@@ -45,6 +45,11 @@ from evcs_gym.simulation import WorldBuilder
 class RawSimulation:
     """Times World build + exec_simulation on free-flow routes, no logging.
 
+    The World is made through UXsim's own wrapper, ``uxsim.World(cpp=True)``
+    (:meth:`WorldBuilder.build_wrapped`): the simulation a UXsim user would run. The
+    evaluator builds the same World without the wrapper (:meth:`WorldBuilder.build`), so
+    what the wrapper costs counts in the raw simulation and not in the evaluation.
+
     Example:
         >>> raw = RawSimulation(evcs_gym.load_scenario("tiny", warm_start=False))
         >>> raw.seconds() > 0
@@ -58,7 +63,7 @@ class RawSimulation:
     def seconds(self) -> float:
         """Seconds of one raw simulation, timed now."""
         t0 = time.perf_counter()
-        W = self._builder.build(self._free_flow, seed=0)
+        W = self._builder.build_wrapped(self._free_flow, seed=0)
         W.exec_simulation()
         seconds = time.perf_counter() - t0
         assert isinstance(W, uxsim.uxsim_cpp_wrapper.CppWorld)

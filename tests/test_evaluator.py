@@ -88,7 +88,7 @@ def test_every_charging_vehicle_charges_exactly_once(tiny):
         routes = ev.equilibrium_routes(prices, seed=3)
         builder = WorldBuilder(tiny, vehicle_logging=True)
         world = builder.build(routes, seed=0)
-        world._cpp_world.main_loop(-1.0, builder.tmax)
+        world.main_loop(-1.0, builder.tmax)
         entries = builder.charging_entries(world)
         charging = tiny.veh_charging
         assert (entries[charging].sum(axis=1) == 1).all()

@@ -27,10 +27,10 @@ def test_network_entry_equals_the_vehicle_log(name, request):
     """The origin-queue flow balance gives every platoon's first-link entry to the step."""
     nd = request.getfixturevalue(name)
     builder = WorldBuilder(nd, vehicle_logging=True)
-    W = builder.build(nd.initial_route_choice, seed=7)
-    W._cpp_world.main_loop(-1.0, builder.n_steps * builder.delta_t)
-    out = builder.read(W)
-    logged = np.array([_first_link_entry(v) for v in W._cpp_world.VEHICLES])
+    world = builder.build(nd.initial_route_choice, seed=7)
+    world.main_loop(-1.0, builder.n_steps * builder.delta_t)
+    out = builder.read(world)
+    logged = np.array([_first_link_entry(v) for v in world.VEHICLES])
     assert np.array_equal(out.network_entry, logged, equal_nan=True)
     wait = logged - nd.veh_departure
     if name == "siouxfalls":  # the queue at the origin is real: tens of seconds on average
@@ -315,3 +315,42 @@ def test_gap_stats_excess_is_the_worst_criterion_ratio():
     assert not tail.meets(tol) and tail.excess(tol) == pytest.approx(4.0)
     stuck = GapStats(0.0, 0.0, 0.0, 0.80)  # 20 % uncompleted, 5 % allowed
     assert stuck.excess(tol) == pytest.approx(4.0)
+
+
+_WORLD_PARAMETERS = (
+    "DELTAT", "TMAX", "delta_n", "duo_update_time", "duo_update_weight",
+    "route_choice_uncertainty", "instantaneous_TT_timestep_interval", "num_threads",
+    "random_seed", "hard_deterministic_mode", "no_cyclic_routing",
+    "route_choice_update_gradual", "adjust_node_capacity", "vehicle_log_mode",
+    "vehicle_count",
+)  # fmt: skip
+_LINK_PARAMETERS = (
+    "name", "length", "u", "kappa", "number_of_lanes", "merge_priority", "capacity",
+    "capacity_in", "capacity_out", "delta", "tau", "w", "signal_group",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["tiny", pytest.param("siouxfalls", marks=pytest.mark.siouxfalls)])
+def test_build_simulates_bit_for_bit_like_uxsims_own_world(name, request):
+    """The wrapper-free World has UXsim's parameters and gives the same simulation."""
+    nd = request.getfixturevalue(name)
+    builder = WorldBuilder(nd)
+    rng = np.random.default_rng(0)
+    n_routes = (nd.group_routes[nd.veh_group] >= 0).sum(axis=1)
+    random_slots = (rng.random(nd.n_platoons) * n_routes).astype(int)
+    random_routes = nd.group_routes[nd.veh_group, random_slots]
+    for routes, seed in ((nd.initial_route_choice, 0), (random_routes, 11)):
+        direct = builder.build(routes, seed)
+        wrapped = builder.build_wrapped(routes, seed)
+        for attr in _WORLD_PARAMETERS:
+            assert getattr(direct, attr) == getattr(wrapped._cpp_world, attr), attr
+        for a, b in zip(direct.LINKS, wrapped._cpp_world.LINKS, strict=True):
+            for attr in _LINK_PARAMETERS:
+                assert getattr(a, attr) == getattr(b, attr), (a.name, attr)
+        direct.main_loop(-1.0, builder.n_steps * builder.delta_t)
+        wrapped.exec_simulation()
+        ours, theirs = builder.read(direct), builder.read(wrapped._cpp_world)
+        for field in dataclasses.fields(ours):
+            assert np.array_equal(
+                getattr(ours, field.name), getattr(theirs, field.name), equal_nan=True
+            ), field.name
