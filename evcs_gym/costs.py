@@ -95,6 +95,9 @@ class RouteCoster:
         self.pair_slot = self.pair_slot[order]
         self.pair_route = self.pair_route[order]
         self.pair_links = np.ascontiguousarray(mat[self.pair_route].T)  # (lmax, n_pairs)
+        # row offsets into the flattened (n_links, n_steps) travel-time table
+        self._pair_link_rows = self.pair_links * self.n_steps
+        self._flat_pair = np.ravel_multi_index((self.pair_veh, self.pair_slot), self.shape)
         self._active = [int((pair_len[order] > j).sum()) for j in range(lmax)]
         self.pair_charge_pos = nd.route_charge_position[self.pair_route]
         self._at_charge = [np.flatnonzero(self.pair_charge_pos == j) for j in range(lmax)]
@@ -127,12 +130,18 @@ class RouteCoster:
             start = network_entry[self.pair_veh]
             t = np.where(np.isnan(start), t, start)
         charge_entry = np.full(len(t), np.nan)
+        step = np.empty(len(t))
+        idx = np.empty(len(t), dtype=np.int64)
         for j in range(self.lmax):
             m = self._active[j]
             at = self._at_charge[j]
             charge_entry[at] = t[at]
-            idx = np.minimum((t[:m] / self.delta_t).astype(np.int64), n - 1)
-            t[:m] += flat_tt[self.pair_links[j, :m] * n + idx]
+            # idx = min(floor(t / delta_t), n - 1) + the link's row offset, in place
+            np.divide(t[:m], self.delta_t, out=step[:m])
+            np.copyto(idx[:m], step[:m], casting="unsafe")
+            np.minimum(idx[:m], n - 1, out=idx[:m])
+            idx[:m] += self._pair_link_rows[j, :m]
+            t[:m] += flat_tt[idx[:m]]
         travel = t - self.pair_departure
         charging = self.pair_station >= 0
         period = np.minimum(
@@ -151,7 +160,7 @@ class RouteCoster:
             (price_cost, np.inf),
         ):
             full = np.full(self.shape, fill)
-            full[self.pair_veh, self.pair_slot] = values
+            full.ravel()[self._flat_pair] = values
             out.append(full)
         return PairCosts(*out)
 
