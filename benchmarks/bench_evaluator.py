@@ -2,8 +2,9 @@
 
 For each scenario (default: every bundled one) it times, in one run:
 
-* raw simulation: one World build + ``exec_simulation`` with every platoon on its
-  free-flow route and no vehicle logging, timed afresh between every two evaluations;
+* raw simulation: one World build + ``exec_simulation`` + freeing the World, with every
+  platoon on its free-flow route and no vehicle logging, timed afresh between every two
+  evaluations (:class:`RawSimulation`);
 * ``--n`` evaluations at *training-like* prices: the middle of the bounds plus Gaussian
   noise of 5 % of the price range per station and period (what a learner's exploration
   around a profile looks like);
@@ -43,16 +44,26 @@ from evcs_gym.simulation import WorldBuilder
 
 
 class RawSimulation:
-    """Times World build + exec_simulation on free-flow routes, no logging.
+    """Times one raw simulation: World build + exec_simulation + freeing the World.
 
-    The World is made through UXsim's own wrapper, ``uxsim.World(cpp=True)``
-    (:meth:`WorldBuilder.build_wrapped`): the simulation a UXsim user would run. The
-    evaluator builds the same World without the wrapper (:meth:`WorldBuilder.build`), so
-    what the wrapper costs counts in the raw simulation and not in the evaluation.
+    Every platoon on its free-flow route, no vehicle logging. The World is made through
+    UXsim's own wrapper, ``uxsim.World(cpp=True)`` (:meth:`WorldBuilder.build_wrapped`):
+    the simulation a UXsim user would run. The evaluator builds the same World without
+    the wrapper (:meth:`WorldBuilder.build`), so what the wrapper costs counts in the raw
+    simulation and not in the evaluation.
+
+    Freeing counts on both sides: every UE iteration frees its World (the engine's
+    destructor, ~5 ms on Sioux Falls), so the raw simulation frees its own, breaking the
+    wrapper's reference cycles (its nodes, links and vehicles point back at it) so that
+    the engine's destructor runs at once. Before 2026-11-28 night it did not: the Worlds
+    (~30 MB each on Sioux Falls) waited for a full garbage collection, the process grew
+    past 1 GB, and the collections fell at random inside raw simulations and
+    evaluations alike.
 
     Example:
         >>> raw = RawSimulation(evcs_gym.load_scenario("tiny", warm_start=False))
-        >>> raw.seconds() > 0
+        >>> run, free = raw.time()
+        >>> run > 0 and free > 0 and raw.seconds() > 0
         True
     """
 
@@ -60,14 +71,24 @@ class RawSimulation:
         self._builder = WorldBuilder(nd)
         self._free_flow = nd.group_routes[nd.veh_group, 0]
 
-    def seconds(self) -> float:
-        """Seconds of one raw simulation, timed now."""
+    def time(self) -> tuple[float, float]:
+        """Seconds of (build + exec_simulation, freeing the World) of one raw simulation."""
         t0 = time.perf_counter()
         W = self._builder.build_wrapped(self._free_flow, seed=0)
         W.exec_simulation()
-        seconds = time.perf_counter() - t0
+        t1 = time.perf_counter()
         assert isinstance(W, uxsim.uxsim_cpp_wrapper.CppWorld)
-        return seconds
+        for obj in (*W.NODES, *W.LINKS, *W.VEHICLES.values()):
+            obj.__dict__.clear()
+        if "analyzer" in W.__dict__:
+            W.analyzer.__dict__.clear()
+        W.__dict__.clear()
+        del W
+        return t1 - t0, time.perf_counter() - t1
+
+    def seconds(self) -> float:
+        """Seconds of one raw simulation, timed now (build, run and free)."""
+        return sum(self.time())
 
 
 def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, list[dict]]:
@@ -111,9 +132,9 @@ def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrid
         f"converged {ws.get('converged')})"
     )
     print(
-        f"raw simulation (build + exec_simulation, free-flow routes): {first_raw:.3f} s at the "
-        "start; each ratio divides by the mean of the raw simulations timed just before and "
-        "after its evaluation"
+        f"raw simulation (build + exec_simulation + free the World, free-flow routes): "
+        f"{first_raw:.3f} s at the start; each ratio divides by the mean of the raw "
+        "simulations timed just before and after its evaluation"
     )
     print(
         f"stop rule: mean gap <= {tol['mean_gap']:.2%}, charging mean gap <= "
@@ -148,17 +169,20 @@ def _time_sets(
         print(header)
         print("-" * len(header))
         secs, raws, ratios, iters, conv, stalled = [], [], [], [], [], []
-        before = raw.seconds()
+        run_only = []  # ratios to the raw simulation without freeing its World
+        before = raw.time()
         for i, prices in enumerate(profiles):
             res = ev.evaluate(prices, seed=i)
-            after = raw.seconds()
-            denominator = (before + after) / 2
+            after = raw.time()
+            denominator = (sum(before) + sum(after)) / 2
+            run_only.append((before[0] + after[0]) / 2)
             before = after
             st = res.ue_stats
             s = res.timings["total"]
             secs.append(s)
             raws.append(denominator)
             ratios.append(s / denominator)
+            run_only[-1] = s / run_only[-1]
             iters.append(res.ue_iterations)
             conv.append(res.converged)
             reason = "cap" if st["stop_reason"] == "max_iterations" else st["stop_reason"]
@@ -174,12 +198,14 @@ def _time_sets(
             f"raw simulation {min(raws):.3f}-{statistics.median(raws):.3f}-{max(raws):.3f} s), "
             f"iterations median {statistics.median(iters):g} (min {min(iters)}, max "
             f"{max(iters)}), converged {sum(conv)}/{len(conv)}, stalled "
-            f"{sum(stalled)}/{len(stalled)}\n"
+            f"{sum(stalled)}/{len(stalled)}; {statistics.median(run_only):.1f} against the raw "
+            "simulation's build and run alone\n"
         )
         summary[label] = {
             "median_s": statistics.median(secs),
             "ratio": med,
             "ratios": ratios,
+            "ratios_run_only": run_only,
             "raw_s": raws,
             "iterations": iters,
             "conv": conv,

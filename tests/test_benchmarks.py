@@ -7,6 +7,7 @@ correctness figure a benchmark reports, e.g. that the vector env matched serial 
 from __future__ import annotations
 
 import dataclasses
+import gc
 import math
 import statistics
 
@@ -78,9 +79,24 @@ def test_bench_evaluator_reports_why_each_loop_stopped(load_script, capsys):
     # every evaluation's ratio divides by raw simulations timed next to it
     assert len(on["ratios"]) == len(on["raw_s"]) == 3 and min(on["raw_s"]) > 0
     assert on["ratio"] == statistics.median(on["ratios"])
+    # the raw simulation's freeing of its World counts in the main ratio only
+    assert all(r > q for r, q in zip(on["ratios_run_only"], on["ratios"]))
     # here it only shortened loops that would not have converged (not a law: see settings)
     for c, a, b in zip(off["conv"], off["iterations"], on["iterations"]):
         assert (a == b) if c else (b <= a)
+
+
+def test_raw_simulation_frees_its_world_without_the_garbage_collector(load_script):
+    """The wrapper's reference cycles are broken at once: nothing is left for the gc."""
+    bench = load_script("benchmarks", "bench_evaluator")
+    raw = bench.RawSimulation(evcs_gym.load_scenario("tiny", warm_start=False))
+    gc.collect()
+    gc.disable()
+    try:
+        raw.time()
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
 
 
 def test_bench_evaluator_applies_and_prints_setting_overrides(load_script, capsys):
