@@ -211,18 +211,7 @@ class WorldBuilder:
             _add_node(cw, *node)
         for link in self._link_args:
             _add_link(cw, *link)
-        flow = self._flow
-        for orig, dest, t0, t1 in self._veh_args:
-            _add_demand(cw, orig, dest, t0, t1, flow, [])
-        if cw.vehicle_count != nd.n_platoons:  # pragma: no cover - engine invariant
-            raise RuntimeError(
-                f"UXsim created {cw.vehicle_count} platoons, expected {nd.n_platoons}"
-            )
-        link_ids, offsets = self.route_csr(route_choice)
-        cw.batch_enforce_routes_csr(link_ids, offsets)
-        cw.set_t_max(self.tmax)
-        cw.show_progress = 0
-        cw.initialize_adj_matrix()
+        self._add_platoons(cw, route_choice)
         return cw
 
     def build_wrapped(self, route_choice: np.ndarray, seed: int) -> uxsim_cpp_wrapper.CppWorld:
@@ -266,15 +255,23 @@ class WorldBuilder:
                 number_of_lanes=int(lk.number_of_lanes[i]),
                 merge_priority=float(lk.merge_priority[i]),
             )
-        cw = W._cpp_world
+        self._add_platoons(W._cpp_world, route_choice)
+        return W
+
+    def _add_platoons(self, cw: uxsim_cpp.World, route_choice: np.ndarray) -> None:
+        """Add every platoon on its route to a World that has its network, and finalize."""
+        flow = self._flow
         for orig, dest, t0, t1 in self._veh_args:
-            _add_demand(cw, orig, dest, t0, t1, self._flow, [])
+            _add_demand(cw, orig, dest, t0, t1, flow, [])
+        if cw.vehicle_count != self.network.n_platoons:  # pragma: no cover - engine invariant
+            raise RuntimeError(
+                f"UXsim created {cw.vehicle_count} platoons, expected {self.network.n_platoons}"
+            )
         link_ids, offsets = self.route_csr(route_choice)
         cw.batch_enforce_routes_csr(link_ids, offsets)
         cw.set_t_max(self.tmax)
         cw.show_progress = 0
         cw.initialize_adj_matrix()
-        return W
 
     def run(self, route_choice: np.ndarray, seed: int) -> SimulationOutput:
         """Build, simulate and read back one assignment."""
