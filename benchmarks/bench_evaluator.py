@@ -175,14 +175,14 @@ def _time_sets(
             res = ev.evaluate(prices, seed=i)
             after = raw.time()
             denominator = (sum(before) + sum(after)) / 2
-            run_only.append((before[0] + after[0]) / 2)
+            build_and_run = (before[0] + after[0]) / 2
             before = after
             st = res.ue_stats
             s = res.timings["total"]
             secs.append(s)
             raws.append(denominator)
             ratios.append(s / denominator)
-            run_only[-1] = s / run_only[-1]
+            run_only.append(s / build_and_run)
             iters.append(res.ue_iterations)
             conv.append(res.converged)
             reason = "cap" if st["stop_reason"] == "max_iterations" else st["stop_reason"]
