@@ -202,11 +202,7 @@ class WorldBuilder:
             route_choice_update_gradual=False,
             no_cyclic_routing=False,
         )
-        cw.route_choice_update_gradual = False
-        cw.no_cyclic_routing = False
-        cw.adjust_node_capacity = False
         cw.instantaneous_TT_timestep_interval = self._instantaneous_tt_interval
-        cw.num_threads = 1
         for node in self._node_args:
             _add_node(cw, *node)
         for link in self._link_args:
