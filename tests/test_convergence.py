@@ -205,9 +205,11 @@ def test_cli_convergence_prints_the_table(tmp_path, capsys):
 SIOUXFALLS_KNOWN_MISSES = {"free_flow/random_0/3"}
 """Measured and open (benchmarks/results/convergence_siouxfalls.txt, the 0.8 % all-platoon
 mean gap): station 3 at the uniform-random profile from a free-flow start, -705 ± 101 on
-29,482 (2.4 %), a stalled loop; the other 47 comparisons agree. Until the stall stop
-judged loops against the unscaled rule (2026-11-28), halved loops stalled at the
-default's quality, and two of them missed (station 13 at this profile, +2.5 %; station
+29,482 (2.4 %), a stalled loop; the other 47 comparisons agree. Over 12 seeds that
+comparison agrees (-244 ± 197, convergence_siouxfalls_solver_12seeds.txt: seeds 6-11
+lean the other way); this study keeps its 6 seeds and the miss as measured. Until the
+stall stop judged loops against the unscaled rule (2026-11-28), halved loops stalled at
+the default's quality, and two of them missed (station 13 at this profile, +2.5 %; station
 10 at its spike, -4.2 %). At the 1 % rule (``*_mean1pct.txt``) the free-flow start
 missed at this profile instead (stations 13 and 10, 3.1 % and 2.3 %). With identical
 drivers: station 3 at this profile, 6.9 %."""
@@ -254,16 +256,17 @@ def test_siouxfalls_solver_equilibrium_revenues_do_not_depend_on_start_or_tolera
     """The issue's acceptance study at the solver's equilibrium of the default game
     (``benchmarks/results/solve_siouxfalls.json``): that profile, its spike, a
     training-like and a uniform-random profile, each from the free-flow start and under
-    halved tolerances (about 5 minutes). With identical drivers the same study split by
-    the start at the equilibrium (station 3: -13 %, README "Heterogeneous drivers")."""
+    halved tolerances, over 12 seeds (about 8 minutes). Every comparison agrees
+    (convergence_siouxfalls_solver_12seeds.txt). Over seeds 0-5 alone one did not
+    (station 3 at the uniform-random profile from free flow, -705 ± 101 on 29,482, 2.4 %;
+    convergence_siouxfalls_solver.txt); over 0-11 it is -244 ± 197 (0.8 %). With
+    identical drivers the 6-seed study split by the start at the equilibrium (station 3:
+    -13 % at the 1 % rule, -11 % at 0.8 %; README "Heterogeneous drivers")."""
     results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
     base = json.loads((results / "solve_siouxfalls.json").read_text())["prices"]
     nd = evcs_gym.load_scenario("siouxfalls")
     profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
     study = convergence_study(
-        "siouxfalls", profiles, seeds=6, conditions=("default", "free_flow", "halved"), workers=2
+        "siouxfalls", profiles, seeds=12, conditions=("default", "free_flow", "halved"), workers=2
     )
-    # measured and open: station 3 at the uniform-random profile from a free-flow start,
-    # -705 ± 101 on 29,482 (2.4 %; convergence_siouxfalls_solver.txt)
-    bad = {d.split(":")[0] for d in _disagreements(study)}
-    assert bad <= {"free_flow/random_0/3"}, bad
+    assert _disagreements(study) == []
