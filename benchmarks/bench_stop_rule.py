@@ -17,7 +17,8 @@ drawn as ``bench_evaluator.py`` draws them (its sample's first ones, as
 
 Run: ``python benchmarks/bench_stop_rule.py --candidate mean07:ue_convergence_threshold=0.007
 [--scenario siouxfalls] [--seeds 6] [--deviations 4] [--training 3] [--random 1]
-[--bench-training 5] [--conditions default free_flow halved] [--workers 2] [--out F]``
+[--bench-training 5] [--conditions default free_flow halved] [--workers 2] [--no-defaults]
+[--out F]``
 (Sioux Falls with the defaults: about 20 minutes per candidate on 2 cores).
 """
 
@@ -112,7 +113,8 @@ def summary(study: ConvergenceStudy) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
-    """Run the benchmark; returns ``{candidate: summary}`` (``"defaults"`` first)."""
+    """Run the benchmark; returns ``{candidate: summary}`` (``"defaults"`` first unless
+    ``--no-defaults``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", default="siouxfalls")
     ap.add_argument(
@@ -136,8 +138,15 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
         "--conditions", nargs="+", default=["default", "free_flow", "halved"], choices=CONDITIONS
     )
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument(
+        "--no-defaults",
+        action="store_true",
+        help="study the candidates only (the defaults' study is deterministic: reuse a run's)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="write the summaries as JSON")
     args = ap.parse_args(argv)
+    if args.no_defaults and not args.candidate:
+        ap.error("--no-defaults needs at least one --candidate")
 
     nd = evcs_gym.load_scenario(args.scenario)
     base = json.loads(Path(args.equilibrium).read_text())["prices"] if args.equilibrium else None
@@ -146,7 +155,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     )
     print(f"{nd.summary()}\nprofiles: {', '.join(profiles)}; seeds {args.seeds}", flush=True)
     out: dict[str, dict[str, Any]] = {}
-    for name, settings in [("defaults", {}), *args.candidate]:
+    runs = [] if args.no_defaults else [("defaults", {})]
+    for name, settings in [*runs, *args.candidate]:
         print(f"\n######## {name}: {settings or 'the scenario settings'}", flush=True)
         t0 = time.perf_counter()
         study = convergence_study(

@@ -203,6 +203,18 @@ def test_bench_stop_rule_compares_candidates_on_the_same_profiles(load_script, c
     assert "summary" in printed and "######## one" in printed
 
 
+def test_bench_stop_rule_can_skip_the_defaults(load_script, capsys):
+    bench = load_script("benchmarks", "bench_stop_rule")
+    argv = ["--scenario", "tiny", "--equilibrium", "", "--seeds", "2", "--deviations", "0"]
+    argv += ["--training", "0", "--random", "0", "--bench-training", "0", "--workers", "1"]
+    out = bench.main([*argv, "--no-defaults", "--candidate", "one:ue_max_iterations=1"])
+    assert list(out) == ["one"]
+    assert "######## defaults" not in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main([*argv, "--no-defaults"])
+    assert "--no-defaults needs at least one --candidate" in capsys.readouterr().err
+
+
 def test_bench_stop_rule_candidate_syntax(load_script):
     bench = load_script("benchmarks", "bench_stop_rule")
     assert bench.parse_candidate("a:x=1,y=off") == ("a", {"x": 1, "y": "off"})
