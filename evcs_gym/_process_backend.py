@@ -374,9 +374,35 @@ class _ProcessBackend:
             self._mark_cancelled(queued)
             for t in queued:
                 t.future.cancel()
+        current = _worker_processes(executor)
         executor.shutdown(wait=wait)
+        if wait or getattr(executor, "_broken", False):  # no worker should be left: leaks
+            _kill_leftovers(current)
         for old in retired:
+            leftovers = _worker_processes(old)
             old.shutdown(wait=wait)
+            _kill_leftovers(leftovers)
+
+
+def _worker_processes(executor: ProcessPoolExecutor) -> list[Any]:
+    """The executor's worker processes (read before its ``shutdown``, which drops them)."""
+    return list((getattr(executor, "_processes", None) or {}).values())
+
+
+def _kill_leftovers(processes: Sequence[Any], grace: float = 1.0) -> None:
+    """Kill the processes of a broken or shut-down executor that are still alive.
+
+    A broken ``ProcessPoolExecutor`` terminates the workers it knows, but before
+    Python 3.12 it marks itself broken without its lock: a ``submit`` racing with the
+    break can spawn a worker after that. Such a worker waits on its task queue forever,
+    and the interpreter's exit joins it (a hang at exit, seen under load).
+    """
+    deadline = time.monotonic() + grace
+    for proc in processes:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(grace)
 
 
 def _dead_workers(executor: ProcessPoolExecutor) -> dict[int, int | None]:

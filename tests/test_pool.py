@@ -298,6 +298,29 @@ def test_idle_worker_killed_is_transparent(pool, tiny_batch):
     assert pool.evaluate_batch(batch, seeds=seeds) == expected  # no task was held
 
 
+def test_shutdown_kills_a_worker_the_broken_executor_left_behind(tiny, tiny_batch):
+    """Before Python 3.12 a ``submit`` racing with a break can spawn a worker after the
+    broken executor terminated the others (it marks itself broken without its lock).
+    That worker waits on its task queue forever and the interpreter's exit joins it: a
+    CI run hung so. Here a live process stands in for it in the retired executor."""
+    batch, seeds, expected = tiny_batch
+    pool = ParallelEvaluatorPool(tiny, n_workers=1)
+    try:
+        backend = pool._backend
+        os.kill(pool._worker_pids()[0], signal.SIGKILL)
+        assert pool.evaluate_batch(batch[:2], seeds=seeds[:2]) == expected[:2]
+        assert pool.restarts == 1
+        (broken,) = backend._retired
+        assert wait_for(lambda: not broken._executor_manager_thread.is_alive(), 30)
+        straggler = backend._ctx.Process(target=time.sleep, args=(600,))
+        straggler.start()
+        broken._processes[straggler.pid] = straggler
+    finally:
+        pool.shutdown()
+    assert not straggler.is_alive()
+    assert straggler.exitcode == -signal.SIGKILL
+
+
 def _zombie(pid: int) -> bool:
     try:
         return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
