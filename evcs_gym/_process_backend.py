@@ -392,10 +392,10 @@ def _worker_processes(executor: ProcessPoolExecutor) -> list[Any]:
 def _kill_leftovers(processes: Sequence[Any], grace: float = 1.0) -> None:
     """Kill the processes of a broken or shut-down executor that are still alive.
 
-    A broken ``ProcessPoolExecutor`` terminates the workers it knows, but before
-    Python 3.12 it marks itself broken without its lock: a ``submit`` racing with the
-    break can spawn a worker after that. Such a worker waits on its task queue forever,
-    and the interpreter's exit joins it (a hang at exit, seen under load).
+    A broken ``ProcessPoolExecutor`` terminates the workers it knows, but (CPython
+    3.11's ``terminate_broken``) it marks itself broken without its lock: a ``submit``
+    racing with the break can spawn a worker after that. Such a worker waits on its task
+    queue forever, and the interpreter's exit joins it (a CI run hung so, under load).
     """
     deadline = time.monotonic() + grace
     for proc in processes:

@@ -299,10 +299,10 @@ def test_idle_worker_killed_is_transparent(pool, tiny_batch):
 
 
 def test_shutdown_kills_a_worker_the_broken_executor_left_behind(tiny, tiny_batch):
-    """Before Python 3.12 a ``submit`` racing with a break can spawn a worker after the
-    broken executor terminated the others (it marks itself broken without its lock).
-    That worker waits on its task queue forever and the interpreter's exit joins it: a
-    CI run hung so. Here a live process stands in for it in the retired executor."""
+    """A ``submit`` racing with a break can spawn a worker after the broken executor
+    terminated the others (CPython 3.11 marks it broken without its lock). That worker
+    waits on its task queue forever and the interpreter's exit joins it: a CI run hung
+    so. Here a live process stands in for it in the retired executor."""
     batch, seeds, expected = tiny_batch
     pool = ParallelEvaluatorPool(tiny, n_workers=1)
     try:
