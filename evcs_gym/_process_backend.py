@@ -374,19 +374,23 @@ class _ProcessBackend:
             self._mark_cancelled(queued)
             for t in queued:
                 t.future.cancel()
-        current = _worker_processes(executor)
-        executor.shutdown(wait=wait)
-        if wait or getattr(executor, "_broken", False):  # no worker should be left: leaks
-            _kill_leftovers(current)
-        for old in retired:
-            leftovers = _worker_processes(old)
-            old.shutdown(wait=wait)
-            _kill_leftovers(leftovers)
+        # a broken executor, or one shut down with wait, should have no worker left
+        _shut_down(executor, wait, reap=wait or bool(getattr(executor, "_broken", False)))
+        for old in retired:  # broken
+            _shut_down(old, wait, reap=True)
 
 
-def _worker_processes(executor: ProcessPoolExecutor) -> list[Any]:
-    """The executor's worker processes (read before its ``shutdown``, which drops them)."""
-    return list((getattr(executor, "_processes", None) or {}).values())
+def _worker_processes(executor: ProcessPoolExecutor) -> dict[int, Any]:
+    """pid -> worker process of the executor (empty once it is shut down)."""
+    return dict(getattr(executor, "_processes", None) or {})
+
+
+def _shut_down(executor: ProcessPoolExecutor, wait: bool, reap: bool) -> None:
+    """``executor.shutdown(wait=wait)``, then with ``reap`` kill its workers still alive."""
+    processes = list(_worker_processes(executor).values())  # shutdown drops them
+    executor.shutdown(wait=wait)
+    if reap:
+        _kill_leftovers(processes)
 
 
 def _kill_leftovers(processes: Sequence[Any], grace: float = 1.0) -> None:
@@ -407,7 +411,7 @@ def _kill_leftovers(processes: Sequence[Any], grace: float = 1.0) -> None:
 
 def _dead_workers(executor: ProcessPoolExecutor) -> dict[int, int | None]:
     """pid -> exit code of the executor's worker processes that have exited."""
-    processes = dict(getattr(executor, "_processes", None) or {})
+    processes = _worker_processes(executor)
     if not processes:
         return {}
     sentinels = {p.sentinel: (pid, p) for pid, p in processes.items()}
