@@ -13,6 +13,19 @@ import pytest
 import evcs_gym
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sb3_log_folder(tmp_path_factory):
+    """Keep Stable-Baselines3's log folders in pytest's temporary tree.
+
+    Every ``learn()`` without a log folder makes an (empty) ``$TMPDIR/SB3-<time>`` folder
+    unless ``SB3_LOGDIR`` names one; without this, each test run left four in /tmp.
+    """
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3_logs")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def tiny() -> evcs_gym.NetworkData:
     return evcs_gym.load_scenario("tiny")
