@@ -440,14 +440,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--training", type=int, default=1, help="training-like noisy profiles")
     p.add_argument("--random", type=int, default=1, help="uniform-random profiles")
     p.add_argument("--profile-seed", type=int, default=0)
-    from evcs_gym.convergence import CONDITIONS
+    from evcs_gym.convergence import CONDITIONS, STANDARD_CONDITIONS
 
     p.add_argument(
         "--conditions",
         nargs="+",
-        default=list(CONDITIONS),
+        default=list(STANDARD_CONDITIONS),
         choices=list(CONDITIONS),
-        help="UE variants compared with the default (all by default)",
+        help="UE variants compared with the default (default: %(default)s)",
     )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", help="write the study as JSON")

@@ -16,6 +16,17 @@ the answer beyond seed noise (DESIGN.md, evaluation semantics 5):
   were still moving. An evaluation that converged is repeated bit for bit, so its
   paired difference is exactly zero;
 
+and, on request only (not in :data:`STANDARD_CONDITIONS`), two halves of ``free_flow``
+that tell which population's start a free-flow difference comes from:
+
+* ``free_flow_charging``: the charging platoons start on their free-flow routes, the
+  others from the warm start, and the price-aware start is off
+  (``ue_price_aware_start=False``), so that the loop alone must undo the charging
+  choices it starts from;
+* ``free_flow_background``: the non-charging platoons (the background traffic) start on
+  their free-flow routes, the charging ones from the warm start (price-aware start on,
+  as by default);
+
 and compares each station's mean revenue with the default's, seed by seed (the same
 seeds in every condition). A station *agrees* when ``|mean difference| ≤ max(z · SE,
 rel_tol · default revenue)`` with the standard error of the paired per-seed differences
@@ -24,8 +35,8 @@ rel_tol · default revenue)`` with the standard error of the paired per-seed dif
 
 Example:
     >>> study = convergence_study("tiny", {"uniform": uniform_profile("tiny", 1.0)}, seeds=2)
-    >>> sorted(study.conditions)
-    ['default', 'doubled_cap', 'free_flow', 'halved']
+    >>> study.conditions
+    ['default', 'free_flow', 'halved', 'doubled_cap']
     >>> isinstance(study.all_agree, bool)
     True
 """
@@ -49,7 +60,9 @@ from evcs_gym.utils import to_jsonable
 __all__ = [
     "CONDITIONS",
     "EVALUATION_ONLY_SETTINGS",
+    "FREE_FLOW_ROUTES",
     "SCALED_SETTINGS",
+    "STANDARD_CONDITIONS",
     "ConvergenceStudy",
     "convergence_study",
     "study_profiles",
@@ -61,10 +74,21 @@ CONDITIONS: dict[str, dict[str, Any]] = {
     "free_flow": {"warm_start": False},
     "halved": {"ue_tolerance_scale": 0.5},
     "doubled_cap": {"ue_max_iterations": 2, "ue_stall_patience": 0},
+    "free_flow_charging": {"ue_price_aware_start": False, "free_flow_routes": "charging"},
+    "free_flow_background": {"free_flow_routes": "non_charging"},
 }
 """Study conditions: ``load_scenario`` keyword arguments on top of the caller's overrides;
 the values of :data:`SCALED_SETTINGS` multiply the caller's setting (else the scenario's),
-and :data:`EVALUATION_ONLY_SETTINGS` change the evaluations but not the warm start."""
+:data:`EVALUATION_ONLY_SETTINGS` change the evaluations but not the warm start, and
+:data:`FREE_FLOW_ROUTES` puts one population's platoons on their free-flow routes in the
+caller's start."""
+
+STANDARD_CONDITIONS = ("default", "free_flow", "halved", "doubled_cap")
+"""The conditions a study runs unless told otherwise: the properties the package claims."""
+
+FREE_FLOW_ROUTES = "free_flow_routes"
+"""Condition key: ``"charging"`` or ``"non_charging"``, the platoons that start on their
+free-flow routes (route 0 of their set) instead of the caller's start."""
 
 SCALED_SETTINGS = ("ue_tolerance_scale", "ue_max_iterations")
 """Settings a condition gives as a factor of the caller's (or the scenario's) value."""
@@ -187,16 +211,17 @@ class ConvergenceStudy:
             f"convergence study: {self.scenario}, seeds {self.seeds}; a station agrees when "
             f"|difference| <= max({self.z:g} SE, {self.rel_tol:.0%} of its default revenue)"
         ]
+        width = max(12, *(len(c) + 2 for c in self.conditions))
         for p in self.profiles:
             lines.append(f"\n[{p}]")
             agents = self.results["default"][p].agents
-            head = f"  {'condition':<12}{'iterations':>16}{'conv':>6}{'ch gap':>8}{'>5%':>7}"
+            head = f"  {'condition':<{width}}{'iterations':>16}{'conv':>6}{'ch gap':>8}{'>5%':>7}"
             head += "".join(f"{a:>22}" for a in agents)
             lines.append(head)
             for c in self.conditions:
                 st = self.iteration_stats(c, p)
                 it = st["iterations"]
-                cells = f"  {c:<12}{f'{min(it)}-{np.median(it):g}-{max(it)}':>16}"
+                cells = f"  {c:<{width}}{f'{min(it)}-{np.median(it):g}-{max(it)}':>16}"
                 cells += f"{st['converged_share']:>6.0%}{st['charging_mean_gap_max']:>8.2%}"
                 cells += f"{st['charging_share_above_5pct_max']:>7.1%}"
                 avg = self.results[c][p]
@@ -252,7 +277,7 @@ def convergence_study(
     scenario: str,
     profiles: Mapping[str, Mapping[str, Any]],
     seeds: int | Sequence[int] = 6,
-    conditions: Sequence[str] = tuple(CONDITIONS),
+    conditions: Sequence[str] = STANDARD_CONDITIONS,
     *,
     workers: int = 1,
     z: float = 3.0,
@@ -266,7 +291,8 @@ def convergence_study(
         scenario: bundled scenario name or folder.
         profiles: ``{name: {station: prices}}`` (see :func:`study_profiles`).
         seeds: distinct seeds, or a count ``n`` for ``0..n-1`` (6 or more for a claim).
-        conditions: names from :data:`CONDITIONS`; ``"default"`` is always included.
+        conditions: names from :data:`CONDITIONS` (default :data:`STANDARD_CONDITIONS`);
+            ``"default"`` is always included.
         workers: worker processes (1 = serial in this process).
         z, rel_tol: the agreement rule (see the module docstring).
         progress: print one line per condition.
@@ -316,7 +342,19 @@ def _condition_network(
         if key in spec:
             spec[key] = spec[key] * getattr(default.settings, key)
     late = {k: spec.pop(k) for k in EVALUATION_ONLY_SETTINGS if k in spec}
+    population = spec.pop(FREE_FLOW_ROUTES, None)
+    if population is not None:  # the caller's start, one population moved: no new warm start
+        late.update(spec)
+        spec = {}
     nd = load_scenario(scenario, **{**overrides, **spec}) if spec else default
     if late:
         nd = dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **late))
+    if population is not None:
+        moved = nd.veh_charging if population == "charging" else ~nd.veh_charging
+        free_flow = nd.group_routes[nd.veh_group, 0]
+        nd = dataclasses.replace(
+            nd,
+            initial_route_choice=np.where(moved, free_flow, nd.initial_route_choice),
+            warm_start_info={**nd.warm_start_info, "free_flow_routes": population},
+        )
     return nd

@@ -23,10 +23,12 @@ import pytest
 import evcs_gym
 from evcs_gym.cli import main as cli
 from evcs_gym.convergence import (
+    STANDARD_CONDITIONS,
     ConvergenceStudy,
     _condition_network,
     convergence_study,
     study_profiles,
+    uniform_profile,
 )
 
 
@@ -125,6 +127,36 @@ def test_conditions_scale_the_callers_settings():
     assert condition("doubled_cap", ue_stall_patience=20).settings.ue_stall_patience == 0
     assert condition("halved", ue_stall_patience=20).settings.ue_stall_patience == 20
     assert condition("free_flow", ue_stall_patience=20).settings.ue_stall_patience == 20
+
+
+@pytest.mark.parametrize(
+    ("condition", "population", "price_aware"),
+    [("free_flow_charging", "charging", False), ("free_flow_background", "non_charging", True)],
+)
+def test_free_flow_halves_move_one_population_of_the_callers_start(
+    tiny, condition, population, price_aware
+):
+    nd = _condition_network("tiny", condition, tiny, {})
+    moved = tiny.veh_charging if population == "charging" else ~tiny.veh_charging
+    free_flow = tiny.group_routes[tiny.veh_group, 0]
+    start = nd.initial_route_choice
+    assert np.array_equal(start[moved], free_flow[moved])
+    assert np.array_equal(start[~moved], tiny.initial_route_choice[~moved])  # the rest: warm
+    assert not np.array_equal(start, tiny.initial_route_choice)  # the condition does move some
+    assert nd.reference_traveltime is tiny.reference_traveltime  # no new warm start
+    assert nd.settings.ue_price_aware_start is price_aware
+    assert nd.warm_start_info["free_flow_routes"] == population
+    assert nd.settings.ue_tolerance_scale == tiny.settings.ue_tolerance_scale
+
+
+def test_free_flow_halves_run_only_when_asked(tiny):
+    profiles = {"base": uniform_profile("tiny", 1.0)}
+    study = convergence_study(
+        "tiny", profiles, seeds=2, conditions=["free_flow_charging", "free_flow_background"]
+    )
+    assert study.conditions == ["default", "free_flow_charging", "free_flow_background"]
+    assert set(study.comparison("free_flow_background", "base")) == set(tiny.agent_names)
+    assert "free_flow_charging" not in STANDARD_CONDITIONS  # a diagnostic, not a claim
 
 
 def test_study_reports_every_profile_and_condition(tiny_study):
