@@ -211,7 +211,7 @@ class ConvergenceStudy:
             f"convergence study: {self.scenario}, seeds {self.seeds}; a station agrees when "
             f"|difference| <= max({self.z:g} SE, {self.rel_tol:.0%} of its default revenue)"
         ]
-        width = max(12, *(len(c) + 2 for c in self.conditions))
+        width = max(12, *(len(c) + 1 for c in self.conditions))  # 12: the standard tables
         for p in self.profiles:
             lines.append(f"\n[{p}]")
             agents = self.results["default"][p].agents

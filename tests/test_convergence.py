@@ -15,6 +15,7 @@ keeps pinned.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -157,6 +158,12 @@ def test_free_flow_halves_run_only_when_asked(tiny):
     assert study.conditions == ["default", "free_flow_charging", "free_flow_background"]
     assert set(study.comparison("free_flow_background", "base")) == set(tiny.agent_names)
     assert "free_flow_charging" not in STANDARD_CONDITIONS  # a diagnostic, not a claim
+    # the long names widen the condition column: every row's iterations end under the header's
+    lines = study.table().splitlines()
+    header = next(line for line in lines if line.startswith("  condition"))
+    rows = [re.match(r"  (\S+)\s+(\S+)", line) for line in lines if line.startswith("  free_")]
+    assert [r.group(1) for r in rows] == ["free_flow_charging", "free_flow_background"]
+    assert {r.end(2) for r in rows} == {header.index("iterations") + len("iterations")}
 
 
 def test_study_reports_every_profile_and_condition(tiny_study):
