@@ -69,7 +69,7 @@ class RawSimulation:
 
     def __init__(self, nd: evcs_gym.NetworkData) -> None:
         self._builder = WorldBuilder(nd)
-        self._free_flow = nd.group_routes[nd.veh_group, 0]
+        self._free_flow = nd.free_flow_route_choice
 
     def time(self) -> tuple[float, float]:
         """Seconds of (build + exec_simulation, freeing the World) of one raw simulation."""

@@ -351,10 +351,11 @@ def _condition_network(
         nd = dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **late))
     if population is not None:
         moved = nd.veh_charging if population == "charging" else ~nd.veh_charging
-        free_flow = nd.group_routes[nd.veh_group, 0]
         nd = dataclasses.replace(
             nd,
-            initial_route_choice=np.where(moved, free_flow, nd.initial_route_choice),
+            initial_route_choice=np.where(
+                moved, nd.free_flow_route_choice, nd.initial_route_choice
+            ),
             warm_start_info={**nd.warm_start_info, "free_flow_routes": population},
         )
     return nd

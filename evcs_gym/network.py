@@ -143,6 +143,19 @@ class NetworkData(FieldwiseEquality):
         return float(self.timings.get("routes", 0.0))
 
     @property
+    def free_flow_route_choice(self) -> np.ndarray:
+        """Route id of each platoon on the first (free-flow shortest) route of its set: the
+        start of a scenario loaded with ``warm_start=False``.
+
+        Example:
+            >>> import evcs_gym
+            >>> nd = evcs_gym.load_scenario("tiny", warm_start=False)
+            >>> bool((nd.free_flow_route_choice == nd.initial_route_choice).all())
+            True
+        """
+        return self.group_routes[self.veh_group, 0]
+
+    @property
     def n_agents(self) -> int:
         return len(self.agent_names)
 
