@@ -221,3 +221,34 @@ def test_bench_stop_rule_candidate_syntax(load_script):
     for bad in ("noname", ":x=1", "a:", "a:x"):
         with pytest.raises(ValueError, match="--candidate"):
             bench.parse_candidate(bad)
+
+
+def test_bench_tolerance_sweep_replays_real_evaluations_on_tiny(load_script, tmp_path, capsys):
+    """The sweep's replayed stops are what an evaluation at that scale and start returns,
+    and a second run takes every trace from the cache."""
+    bench = load_script("benchmarks", "bench_tolerance_sweep")
+    argv = ["--scenario", "tiny", "--prices", "", "--profiles", "base", "training_0"]
+    argv += ["--seeds", "3", "--cap", "60", "--scales", "1", "0.5", "--workers", "1"]
+    figures = bench.main([*argv, "--cache", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert out.count("[1/24") == 1 and "transient at scale 1" in out
+    assert set(figures) == {"base", "training_0"}
+    rows = {(r["scale"], r["rule"]): r for r in figures["training_0"]["rows"]}
+    assert set(rows) == {(s, r) for s in (1.0, 0.5) for r in ("scenario's", "rule alone")}
+
+    nd = evcs_gym.load_scenario("tiny", warm_start=False)
+    prices = evcs_gym.convergence.study_profiles(nd, None, deviations=4, training_like=3)
+    traces = bench.record(
+        "tiny", {"training_0": prices["training_0"]}, [0.5], [0, 1, 2], 60, 1, tmp_path
+    )
+    assert capsys.readouterr().out == "0 traces recorded, 6 from the cache\n"
+    for start, warm in (("warm", True), ("free_flow", False)):
+        ev = evcs_gym.EVCSRewardEvaluator(
+            evcs_gym.load_scenario("tiny", warm_start=warm, ue_tolerance_scale=0.5)
+        )
+        for seed, n in enumerate(rows[(0.5, "scenario's")]["iterations"][start]):
+            res = ev.evaluate(prices["training_0"], seed=seed)
+            assert n is not None  # tiny's own cap is 60: its rule stops every trace
+            assert res.ue_iterations == n
+            replayed = traces[("training_0", 0.5, start, seed)].revenues[n - 1]
+            assert np.array_equal(replayed, [res.revenues[a] for a in nd.agent_names])
