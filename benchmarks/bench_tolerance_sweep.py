@@ -27,7 +27,7 @@ profiles around ``benchmarks/results/solve_siouxfalls.json``).
 
 Run: ``python benchmarks/bench_tolerance_sweep.py [--profiles base training_2]
 [--scales 1 0.5 0.25] [--seeds 6] [--cap 300] [--workers 2] [--cache DIR] [--out F]``
-(about an hour on 2 cores with the defaults; ``--cache`` keeps the traces).
+(about 25 minutes on 2 cores with the defaults; ``--cache`` keeps the traces).
 """
 
 from __future__ import annotations
