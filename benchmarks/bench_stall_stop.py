@@ -55,7 +55,7 @@ from pathlib import Path
 import numpy as np
 
 import evcs_gym
-from evcs_gym.convergence import study_profiles
+from evcs_gym.convergence import agreement_tolerance, study_profiles
 from evcs_gym.evaluator import UETrace
 
 RESULTS = Path(__file__).parent / "results"
@@ -64,7 +64,6 @@ CONDITIONS = {
     "free_flow": {"warm_start": False},
     "halved": {"ue_tolerance_scale": 0.5},
 }
-Z, REL_TOL = 3.0, 0.02
 
 NEVER = 10**9
 """``ue_convergence_stable_rounds`` of traces that must not stop at convergence."""
@@ -187,7 +186,7 @@ def agreement(base: np.ndarray, other: np.ndarray) -> tuple[np.ndarray, np.ndarr
     se = diff.std(axis=0, ddof=1) / np.sqrt(len(diff))
     ref = np.abs(base.mean(axis=0))
     rel = diff.mean(axis=0) / np.where(ref > 0, ref, 1.0)
-    return np.abs(diff.mean(axis=0)) <= np.maximum(Z * se, REL_TOL * ref), rel
+    return np.abs(diff.mean(axis=0)) <= agreement_tolerance(se, ref), rel
 
 
 def replay(traces, profiles, seeds, settings, patience: int) -> dict:

@@ -45,12 +45,11 @@ from pathlib import Path
 import numpy as np
 
 import evcs_gym
-from evcs_gym.convergence import study_profiles
+from evcs_gym.convergence import agreement_tolerance, study_profiles
 from evcs_gym.evaluator import UETrace
 
 RESULTS = Path(__file__).parent / "results"
 STARTS = ("warm", "free_flow")
-Z, REL_TOL = 3.0, 0.02
 NEVER = 10**9
 """``ue_convergence_stable_rounds`` of traces that must not stop at convergence."""
 
@@ -147,7 +146,7 @@ def compare(warm: np.ndarray, free: np.ndarray, level: np.ndarray) -> dict:
         "warm": warm.mean(axis=0).tolist(),
         "free_flow_minus_warm": diff.mean(axis=0).tolist(),
         "difference_se": se.tolist(),
-        "agrees": (np.abs(diff.mean(axis=0)) <= np.maximum(Z * se, REL_TOL * ref)).tolist(),
+        "agrees": (np.abs(diff.mean(axis=0)) <= agreement_tolerance(se, ref)).tolist(),
         "warm_minus_level": (warm.mean(axis=0) - level).tolist(),
         "free_flow_minus_level": (free.mean(axis=0) - level).tolist(),
     }
@@ -188,8 +187,8 @@ def transient(traces, profile, scale, seeds, cap, level, agents) -> dict:
 
 
 def analyse(scenario, traces, profiles, scales, seeds, cap) -> dict:
-    base = evcs_gym.load_scenario(scenario, warm_start=False).settings
-    agents = evcs_gym.load_scenario(scenario, warm_start=False).agent_names
+    nd = evcs_gym.load_scenario(scenario, warm_start=False)
+    base, agents = nd.settings, nd.agent_names
     out: dict = {}
     for p in profiles:
         tail = cap // 2

@@ -64,6 +64,7 @@ __all__ = [
     "SCALED_SETTINGS",
     "STANDARD_CONDITIONS",
     "ConvergenceStudy",
+    "agreement_tolerance",
     "convergence_study",
     "study_profiles",
     "uniform_profile",
@@ -95,6 +96,19 @@ SCALED_SETTINGS = ("ue_tolerance_scale", "ue_max_iterations")
 
 EVALUATION_ONLY_SETTINGS = ("ue_max_iterations", "ue_stall_patience")
 """Settings a condition applies after loading: the warm start stays the caller's."""
+
+
+def agreement_tolerance(se: Any, revenue: Any, z: float = 3.0, rel_tol: float = 0.02) -> Any:
+    """The band a paired mean difference must stay within to *agree*:
+    ``max(z · SE, rel_tol · |revenue|)``, elementwise for arrays.
+
+    Example:
+        >>> float(agreement_tolerance(100.0, 10_000.0))
+        300.0
+        >>> agreement_tolerance(np.array([10.0, 100.0]), np.array([10_000.0, -1_000.0])).tolist()
+        [200.0, 300.0]
+    """
+    return np.maximum(z * np.asarray(se), rel_tol * np.abs(revenue))
 
 
 def uniform_profile(scenario: str | NetworkData, price: float) -> dict[str, np.ndarray]:
@@ -171,7 +185,7 @@ class ConvergenceStudy:
         out = {}
         for a in ref.agents:
             se_a = 0.0 if np.isnan(se[a]) else se[a]
-            tol = max(self.z * se_a, self.rel_tol * abs(ref.revenues[a]))
+            tol = float(agreement_tolerance(se_a, ref.revenues[a], self.z, self.rel_tol))
             out[a] = {
                 "default": ref.revenues[a],
                 "default_se": ref.revenues_se[a],
