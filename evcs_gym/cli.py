@@ -7,15 +7,18 @@ Commands:
     solve      run the reference solver (best-response dynamics) to a verified equilibrium
     convergence  revenues against UE start and tolerance, with seed spread
     scenarios  list the bundled scenarios
+    settings   list the scenario settings with their values and meanings
 
 Every command that loads a scenario takes ``--set KEY=VALUE`` (repeatable) to override
 one of its settings (:class:`evcs_gym.ScenarioSettings`); the value is read as JSON, else
-as a string.
+as a string. ``--budget`` is always a total number of simulator evaluations;
+per-station search budgets are ``--budget-per-station``. ``--help`` shows every default.
 
 Example:
     $ evcs-gym evaluate --scenario siouxfalls --price 1.25
     $ evcs-gym evaluate --scenario tiny --prices prices.json --json
     $ evcs-gym convergence --scenario siouxfalls --set ue_stall_patience=0
+    $ evcs-gym settings --scenario tiny
 """
 
 from __future__ import annotations
@@ -25,12 +28,27 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Every option's default in its help line; descriptions and epilogs kept as written."""
+
+
+def package_version() -> str:
+    """The installed distribution's version (``evcs_gym.__version__`` if not installed)."""
+    try:
+        return version("evcs-gym")
+    except PackageNotFoundError:  # pragma: no cover - run from a bare source tree
+        import evcs_gym
+
+        return evcs_gym.__version__
 
 
 def parse_settings(pairs: Sequence[str] | None) -> dict[str, Any]:
@@ -168,7 +186,7 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
             seed=args.seed,
             seeds=args.seeds,
             search_seeds=args.search_seeds,
-            budget=args.budget,
+            budget=_exploit_budget(args),
             grid=args.grid,
         )
     if args.json:
@@ -177,6 +195,18 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
         print(res.summary())
         print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
+
+
+def _exploit_budget(args: argparse.Namespace) -> int:
+    """``--budget-per-station``, or the deprecated ``--budget`` (with a warning)."""
+    if args.deprecated_budget is None:
+        return args.budget_per_station
+    print(
+        "evcs-gym: warning: `exploit --budget` is deprecated, use --budget-per-station "
+        "(--budget is a total in train and solve)",
+        file=sys.stderr,
+    )
+    return args.deprecated_budget
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
@@ -308,6 +338,22 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_settings(args: argparse.Namespace) -> int:
+    from evcs_gym.errors import ScenarioError
+    from evcs_gym.setting_docs import scenario_settings, settings_table
+    from evcs_gym.utils import to_jsonable
+
+    try:
+        settings = scenario_settings(args.scenario, parse_settings(args.set))
+    except ScenarioError as e:
+        raise SystemExit(f"evcs-gym: {e}") from None
+    if args.json:
+        print(json.dumps(to_jsonable(settings), indent=2))
+    else:
+        print(settings_table(settings))
+    return 0
+
+
 def _cmd_convergence(args: argparse.Namespace) -> int:
     from evcs_gym.convergence import convergence_study, study_profiles
 
@@ -345,30 +391,66 @@ def _cmd_convergence(args: argparse.Namespace) -> int:
 def _add_seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="search seed")
     p.add_argument(
-        "--seeds", type=int, default=None, help="verify gains on seeds seed..seed+N-1 (SEs)"
+        "--seeds",
+        type=int,
+        default=None,
+        help="verify gains on seeds seed..seed+N-1, with standard errors (None: seed alone)",
     )
     p.add_argument("--search-seeds", type=int, default=1, help="seeds the searches average over")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="evcs-gym", description="EV charging-station pricing games on UXsim."
+def _add_scenario_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scenario",
+        default="siouxfalls",
+        help="bundled scenario name (`evcs-gym scenarios`) or a scenario folder's path",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("evaluate", help="evaluate one price profile in the simulator")
-    p.add_argument("--scenario", default="siouxfalls", help="bundled name or folder path")
+
+def _set_help() -> str:
+    """The ``--set`` help: its syntax and every setting it accepts."""
+    from evcs_gym.setting_docs import setting_names
+
+    return (
+        "override a scenario setting (repeatable); VALUE is read as JSON, else as a string, "
+        "e.g. ue_stall_patience=20. Settings (`evcs-gym settings` shows their values and "
+        "meanings): " + ", ".join(setting_names())
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``evcs-gym`` argument parser, one subparser per command."""
+    parser = argparse.ArgumentParser(
+        prog="evcs-gym",
+        description="EV charging-station pricing games on UXsim.",
+        epilog="Run `evcs-gym <command> --help` for a command's options and defaults.",
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="<command>")
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
+
+    p = command("evaluate", "evaluate one price profile in the simulator")
+    _add_scenario_argument(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--price", type=float, default=1.25, help="uniform price per kWh")
-    group.add_argument("--prices", help='JSON file {"station": [price per period, ...], ...}')
-    p.add_argument("--seed", type=int, default=None, help="evaluation seed (default: scenario's)")
+    group.add_argument(
+        "--prices", help='JSON file {"station": [price per period, ...], ...} (replaces --price)'
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="evaluation seed (None: the scenario's default_seed)"
+    )
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=_cmd_evaluate)
 
-    p = sub.add_parser("train", help="train a baseline through the vector env")
-    p.add_argument("--scenario", default="siouxfalls")
-    p.add_argument("--algo", choices=["maddpg", "iddpg", "mfddpg"], default="maddpg")
-    p.add_argument("--budget", type=int, default=400, help="evaluations to spend")
+    p = command("train", "train a baseline through the vector env, verify it, write a run folder")
+    _add_scenario_argument(p)
+    p.add_argument(
+        "--algo", choices=["maddpg", "iddpg", "mfddpg"], default="maddpg", help="learner"
+    )
+    p.add_argument("--budget", type=int, default=400, help="total training evaluations")
     p.add_argument("--workers", type=int, default=2, help="evaluator processes")
     p.add_argument("--num-envs", type=int, default=2, help="game copies stepped per iteration")
     p.add_argument(
@@ -377,9 +459,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=10,
         help="rounds per repeated-game episode (0: the one-step stage game)",
     )
-    p.add_argument("--check-every", type=int, default=10)
+    p.add_argument(
+        "--check-every",
+        type=int,
+        default=10,
+        help="training iterations between checkpoints of the pure strategy (critic NashConv)",
+    )
     p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
-    p.add_argument("--noise-decay", type=float, default=0.999, help="per learning step")
+    p.add_argument(
+        "--noise-decay", type=float, default=0.999, help="exploration decay per learning step"
+    )
     p.add_argument(
         "--verify-budget",
         type=int,
@@ -392,54 +481,85 @@ def build_parser() -> argparse.ArgumentParser:
         default=4,
         help="seeds the verified gains are averaged over (standard errors)",
     )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", help="run folder (default runs/<scenario>-<algo>-seed<seed>)")
+    p.add_argument("--seed", type=int, default=0, help="training and verification seed")
+    p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 
-    p = sub.add_parser("exploit", help="verify a price profile in the simulator")
-    p.add_argument("--scenario", default="siouxfalls")
+    p = command("exploit", "verify a price profile: each station's best deviation in the simulator")
+    _add_scenario_argument(p)
     group = p.add_mutually_exclusive_group()
     group.add_argument("--price", type=float, default=1.25, help="uniform price per kWh")
-    group.add_argument("--prices", help="JSON file {station: [prices per period]}")
-    p.add_argument("--budget", type=int, default=64, help="evaluations per station")
+    group.add_argument(
+        "--prices",
+        help="JSON file {station: [prices per period]}, or a solve/train output (replaces --price)",
+    )
+    p.add_argument(
+        "--budget-per-station",
+        type=int,
+        default=64,
+        help="evaluations of each station's deviation search",
+    )
+    p.add_argument(
+        "--budget",
+        dest="deprecated_budget",
+        metavar="N",
+        type=int,
+        default=None,
+        help="deprecated alias of --budget-per-station (elsewhere --budget is a total)",
+    )
     p.add_argument("--grid", type=int, default=7, help="uniform price levels tried first")
     p.add_argument("--workers", type=int, default=1, help="evaluator processes")
     _add_seed_arguments(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=_cmd_exploit)
 
-    p = sub.add_parser("solve", help="reference equilibrium by best-response dynamics")
-    p.add_argument("--scenario", default="siouxfalls")
+    p = command("solve", "reference equilibrium by best-response dynamics, each round verified")
+    _add_scenario_argument(p)
     p.add_argument("--target", type=float, default=0.02, help="relative NashConv to reach")
     p.add_argument("--damping", type=float, default=1.0, help="step towards the best responses")
     p.add_argument(
-        "--min-damping", type=float, default=None, help="halve steps on reversals down to this"
+        "--min-damping",
+        type=float,
+        default=None,
+        help="halve a station's step on reversals, down to this (None: never halve)",
     )
-    p.add_argument("--budget-per-station", type=int, default=48)
-    p.add_argument("--rounds", type=int, default=20)
-    p.add_argument("--budget", type=int, default=None, help="total evaluations at most")
     p.add_argument(
-        "--start", help="JSON file {station: [prices per period]} to start from (default: mid)"
+        "--budget-per-station",
+        type=int,
+        default=48,
+        help="evaluations of each station's best-response search per round",
     )
-    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=20, help="rounds at most")
+    p.add_argument(
+        "--budget", type=int, default=None, help="total evaluations at most (None: no limit)"
+    )
+    p.add_argument(
+        "--start",
+        help="JSON file {station: [prices per period]} to start from (None: mid-bound prices)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="evaluator processes")
     _add_seed_arguments(p)
     p.add_argument("--out", help="write prices and certificate to this JSON file")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
     p.set_defaults(func=_cmd_solve)
 
-    p = sub.add_parser(
+    p = command(
         "convergence",
-        help="revenues against UE start, stop-rule tolerance and iteration cap, with seed spread",
+        "revenues against UE start, stop-rule tolerance and iteration cap, with seed spread",
     )
-    p.add_argument("--scenario", default="siouxfalls")
-    p.add_argument("--prices", help="JSON file of the base profile (e.g. `solve --out`)")
-    p.add_argument("--price", type=float, default=None, help=argparse.SUPPRESS)
+    _add_scenario_argument(p)
+    p.add_argument(
+        "--prices",
+        help="JSON file of the base profile, e.g. `solve --out` (None: mid-bound prices)",
+    )
     p.add_argument("--seeds", type=int, default=6, help="seeds 0..N-1 in every condition")
     p.add_argument("--deviations", type=int, default=2, help="single-period spikes")
     p.add_argument("--training", type=int, default=1, help="training-like noisy profiles")
     p.add_argument("--random", type=int, default=1, help="uniform-random profiles")
-    p.add_argument("--profile-seed", type=int, default=0)
+    p.add_argument(
+        "--profile-seed", type=int, default=0, help="seed of the spikes' and noisy profiles' draws"
+    )
     from evcs_gym.convergence import CONDITIONS, STANDARD_CONDITIONS
 
     p.add_argument(
@@ -449,21 +569,27 @@ def build_parser() -> argparse.ArgumentParser:
         choices=list(CONDITIONS),
         help="UE variants compared with the default (default: %(default)s)",
     )
-    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2, help="evaluator processes")
     p.add_argument("--out", help="write the study as JSON")
     p.add_argument("--check", action="store_true", help="exit 1 unless every station agrees")
     p.set_defaults(func=_cmd_convergence)
 
-    p = sub.add_parser("scenarios", help="list the bundled scenarios")
+    p = command("scenarios", "list the bundled scenarios")
     p.set_defaults(func=_cmd_scenarios)
-    for name, command in sub.choices.items():
+
+    p = command("settings", "list the scenario settings with their values and meanings")
+    p.add_argument(
+        "--scenario",
+        default=None,
+        help="show this scenario's values, bundled name or folder (None: the built-in defaults)",
+    )
+    p.add_argument("--json", action="store_true", help="print the values as JSON")
+    p.set_defaults(func=_cmd_settings)
+
+    set_help = _set_help()
+    for name, subparser in sub.choices.items():
         if name != "scenarios":
-            command.add_argument(
-                "--set",
-                action="append",
-                metavar="KEY=VALUE",
-                help="override a scenario setting (repeatable), e.g. ue_stall_patience=20",
-            )
+            subparser.add_argument("--set", action="append", metavar="KEY=VALUE", help=set_help)
     return parser
 
 

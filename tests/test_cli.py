@@ -1,12 +1,84 @@
-"""The ``evcs-gym`` command line on tiny: evaluate, train, solve, exploit, scenarios."""
+"""The ``evcs-gym`` command line on tiny: evaluate, train, solve, exploit, scenarios,
+settings; its help, version and flags."""
 
 from __future__ import annotations
 
+import argparse
 import json
+from importlib.metadata import version
 
 import pytest
 
-from evcs_gym.cli import main
+from evcs_gym import cli
+from evcs_gym.cli import build_parser, main
+from evcs_gym.setting_docs import setting_names
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    parser = build_parser()
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {"evcs-gym": parser, **sub.choices}
+
+
+def _options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
+    """The options a user types, without ``--help`` and ``--version``."""
+    skip = (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)
+    return [a for a in parser._actions if a.option_strings and not isinstance(a, skip)]
+
+
+def test_version_prints_the_installed_distributions_version(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"evcs-gym {version('evcs-gym')}"
+
+
+@pytest.mark.parametrize("name", list(_commands()))
+def test_every_option_has_help_and_its_help_shows_the_default(name):
+    parser = _commands()[name]
+    text = " ".join(parser.format_help().split())  # undo the wrapping
+    for action in _options(parser):
+        flag = action.option_strings[-1]
+        assert action.help and action.help != argparse.SUPPRESS, f"{name} {flag}: no help"
+        assert f"(default: {action.default})" in text, f"{name} {flag}: default not shown"
+
+
+def test_budget_is_a_total_and_per_station_budgets_say_so():
+    commands = _commands()
+    for name in ("train", "solve"):
+        (budget,) = (a for a in _options(commands[name]) if "--budget" in a.option_strings)
+        assert budget.dest == "budget" and "total" in budget.help
+    for name in ("exploit", "solve"):
+        flags = {f for a in _options(commands[name]) for f in a.option_strings}
+        assert "--budget-per-station" in flags
+
+
+def test_exploits_old_budget_flag_still_works_with_a_warning(capsys):
+    args = build_parser().parse_args(["exploit", "--budget", "5"])
+    assert cli._exploit_budget(args) == 5
+    assert "deprecated" in capsys.readouterr().err
+    args = build_parser().parse_args(["exploit", "--budget-per-station", "6"])
+    assert cli._exploit_budget(args) == 6
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("name", [n for n in _commands() if n not in ("evcs-gym", "scenarios")])
+def test_set_help_lists_every_setting(name):
+    text = " ".join(_commands()[name].format_help().split())
+    assert "--set KEY=VALUE" in text
+    missing = [s for s in setting_names() if s not in text]
+    assert not missing
+
+
+def test_settings_lists_a_scenarios_values_with_their_meanings(capsys):
+    assert main(["settings", "--scenario", "tiny", "--set", "deltan=1"]) == 0
+    text = capsys.readouterr().out
+    assert "deltan = 1\n    UXsim platoon size" in text
+    assert main(["settings", "--json"]) == 0
+    values = json.loads(capsys.readouterr().out)
+    assert list(values) == setting_names() and values["network_name"] == "unnamed"
+    with pytest.raises(SystemExit, match="bogus"):
+        main(["settings", "--set", "bogus=1"])
 
 
 def test_scenarios_lists_the_bundled_ones(capsys):
@@ -82,7 +154,8 @@ def test_solve_then_exploit_its_answer(tmp_path, capsys):
     solved = json.loads(answer.read_text())
     assert set(solved["prices"]) == {"A", "B"} and solved["rounds"] == 2
     # exploit reads the solver's file (its "prices" entry) and prints JSON
-    assert main(["exploit", "--scenario", "tiny", "--prices", str(answer), "--budget", "4"]) == 0
+    argv = ["exploit", "--scenario", "tiny", "--prices", str(answer), "--budget-per-station", "4"]
+    assert main(argv) == 0
     assert "NashConv" in capsys.readouterr().out
 
 
