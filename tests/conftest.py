@@ -74,11 +74,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def load_script():
-    """``load_script("examples", "sb3_best_response")``: import a repository script by path."""
+    """``load_script("examples", "sb3_best_response")``: import a repository script by path
+    (``folder`` may be nested: ``"benchmarks/studies"``)."""
 
     def load(folder: str, name: str) -> ModuleType:
         spec = importlib.util.spec_from_file_location(
-            f"{folder}_{name}", REPO / folder / f"{name}.py"
+            f"{folder.replace('/', '_')}_{name}", REPO / folder / f"{name}.py"
         )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)

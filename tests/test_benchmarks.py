@@ -44,7 +44,7 @@ def test_bench_vector_env_without_ceiling(load_script, capsys):
 
 
 def test_bench_ue_reachability_on_tiny(load_script, capsys):
-    bench = load_script("benchmarks", "bench_ue_reachability")
+    bench = load_script("benchmarks/studies", "bench_ue_reachability")
     argv = ["--scenario", "tiny", "--profiles", "training_0", "random_0"]
     figures = bench.main(argv + ["--movers", "6", "--warmup", "10", "--iterations", "10"])
     out = capsys.readouterr().out
@@ -63,7 +63,7 @@ def test_bench_ue_reachability_on_tiny(load_script, capsys):
 
 
 def test_bench_ue_reachability_names_an_unknown_profile(load_script):
-    bench = load_script("benchmarks", "bench_ue_reachability")
+    bench = load_script("benchmarks/studies", "bench_ue_reachability")
     with pytest.raises(SystemExit):
         bench.main(["--scenario", "tiny", "--profiles", "random_99"])
 
@@ -114,7 +114,7 @@ def test_bench_evaluator_applies_and_prints_setting_overrides(load_script, capsy
 
 
 def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
-    bench = load_script("benchmarks", "bench_stall_stop")
+    bench = load_script("benchmarks/studies", "bench_stall_stop")
     argv = [
         "--scenario",
         "tiny",
@@ -148,7 +148,7 @@ def test_bench_stall_stop_replays_the_traces_on_tiny(load_script, capsys):
 def test_bench_stall_stop_reuses_cached_traces_only_under_the_same_settings(
     load_script, tmp_path, capsys
 ):
-    bench = load_script("benchmarks", "bench_stall_stop")
+    bench = load_script("benchmarks/studies", "bench_stall_stop")
     nd = evcs_gym.load_scenario("tiny", warm_start=False)
     profiles = {"p": {a: np.full(nd.n_periods, 1.0) for a in nd.agent_names}}
     args = ("tiny", profiles, [0], 8, 1, tmp_path)
@@ -167,7 +167,7 @@ def test_bench_stall_stop_reuses_cached_traces_only_under_the_same_settings(
 def test_bench_stall_stop_replays_stable_rounds_on_traces_run_through(load_script, capsys):
     """Traces that run on through convergence replay the scenario's own stable rounds
     exactly as the plain traces do: the switching does not read that setting."""
-    bench = load_script("benchmarks", "bench_stall_stop")
+    bench = load_script("benchmarks/studies", "bench_stall_stop")
     argv = ["--scenario", "tiny", "--equilibrium", "", "--seeds", "3", "--random", "1"]
     argv += ["--training", "0", "--cap", "60", "--patience", "5", "--workers", "1"]
     plain = bench.main(argv)
@@ -185,7 +185,7 @@ def test_bench_stall_stop_replays_stable_rounds_on_traces_run_through(load_scrip
 
 
 def test_bench_stop_rule_compares_candidates_on_the_same_profiles(load_script, capsys):
-    bench = load_script("benchmarks", "bench_stop_rule")
+    bench = load_script("benchmarks/studies", "bench_stop_rule")
     argv = ["--scenario", "tiny", "--equilibrium", "", "--seeds", "2", "--deviations", "1"]
     argv += ["--training", "1", "--random", "0", "--bench-training", "1", "--workers", "1"]
     argv += ["--candidate", "same:ue_tolerance_scale=1.0", "--candidate", "one:ue_max_iterations=1"]
@@ -204,7 +204,7 @@ def test_bench_stop_rule_compares_candidates_on_the_same_profiles(load_script, c
 
 
 def test_bench_stop_rule_can_skip_the_defaults(load_script, capsys):
-    bench = load_script("benchmarks", "bench_stop_rule")
+    bench = load_script("benchmarks/studies", "bench_stop_rule")
     argv = ["--scenario", "tiny", "--equilibrium", "", "--seeds", "2", "--deviations", "0"]
     argv += ["--training", "0", "--random", "0", "--bench-training", "0", "--workers", "1"]
     out = bench.main([*argv, "--no-defaults", "--candidate", "one:ue_max_iterations=1"])
@@ -216,7 +216,7 @@ def test_bench_stop_rule_can_skip_the_defaults(load_script, capsys):
 
 
 def test_bench_stop_rule_candidate_syntax(load_script):
-    bench = load_script("benchmarks", "bench_stop_rule")
+    bench = load_script("benchmarks/studies", "bench_stop_rule")
     assert bench.parse_candidate("a:x=1,y=off") == ("a", {"x": 1, "y": "off"})
     for bad in ("noname", ":x=1", "a:", "a:x"):
         with pytest.raises(ValueError, match="--candidate"):
@@ -226,7 +226,7 @@ def test_bench_stop_rule_candidate_syntax(load_script):
 def test_bench_tolerance_sweep_replays_real_evaluations_on_tiny(load_script, tmp_path, capsys):
     """The sweep's replayed stops are what an evaluation at that scale and start returns,
     and a second run takes every trace from the cache."""
-    bench = load_script("benchmarks", "bench_tolerance_sweep")
+    bench = load_script("benchmarks/studies", "bench_tolerance_sweep")
     argv = ["--scenario", "tiny", "--prices", "", "--profiles", "base", "training_0"]
     argv += ["--seeds", "3", "--cap", "60", "--scales", "1", "0.5", "--workers", "1"]
     figures = bench.main([*argv, "--cache", str(tmp_path)])

@@ -295,7 +295,7 @@ def test_siouxfalls_revenues_without_the_stall_stop():
 @pytest.mark.siouxfalls
 def test_siouxfalls_solver_equilibrium_revenues_do_not_depend_on_start_or_tolerance():
     """The issue's acceptance study at the solver's equilibrium of the default game
-    (``benchmarks/results/solve_siouxfalls.json``): that profile, its spike, a
+    (``benchmarks/inputs/solve_siouxfalls.json``): that profile, its spike, a
     training-like and a uniform-random profile, each from the free-flow start and under
     halved tolerances, over 12 seeds (about 8 minutes). Every comparison agrees
     (convergence_siouxfalls_solver_12seeds.txt). Over seeds 0-5 alone one did not
@@ -303,8 +303,8 @@ def test_siouxfalls_solver_equilibrium_revenues_do_not_depend_on_start_or_tolera
     convergence_siouxfalls_solver.txt); over 0-11 it is -244 ± 197 (0.8 %). With
     identical drivers the 6-seed study split by the start at the equilibrium (station 3:
     -13 % at the 1 % rule, -11 % at 0.8 %; README "Heterogeneous drivers")."""
-    results = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-    base = json.loads((results / "solve_siouxfalls.json").read_text())["prices"]
+    inputs = Path(__file__).resolve().parents[1] / "benchmarks" / "inputs"
+    base = json.loads((inputs / "solve_siouxfalls.json").read_text())["prices"]
     nd = evcs_gym.load_scenario("siouxfalls")
     profiles = study_profiles(nd, base, deviations=1, training_like=1, random=1)
     study = convergence_study(

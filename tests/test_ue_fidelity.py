@@ -266,7 +266,7 @@ def test_trace_is_the_evaluation(tiny):
 def test_a_long_trace_replays_any_stall_stop_exactly(tiny, patience):
     """The switching never reads the stall stop or the cap: one trace without them tells
     where each stall patience stops the loop and with which revenues, as a real run does
-    (what ``benchmarks/bench_stall_stop.py`` relies on)."""
+    (what ``benchmarks/studies/bench_stall_stop.py`` relies on)."""
     long = evcs_gym.EVCSRewardEvaluator(_with(tiny, ue_max_iterations=120)).trace(STALLING, 0)
     rule = dataclasses.replace(tiny.settings, ue_stall_patience=patience)
     n, why = long.stop(rule)

@@ -1,9 +1,10 @@
 """Benchmark: does a tighter stop rule close the free-flow start's lean, and at what cost?
 
 The convergence study finds a free-flow start leaning by 2–4 % for some Sioux Falls
-stations at the default tolerances (README, "Which population's start leans"). This
-benchmark asks whether that lean is the width of the set of assignments the stop rule
-accepts — which tighter tolerances would narrow — and what tightening costs:
+stations at the default tolerances (docs/research/convergence.md, "Which population's
+start leans"). This benchmark asks whether that lean is the width of the set of
+assignments the stop rule accepts — which tighter tolerances would narrow — and what
+tightening costs:
 
 1. **Traces.** For every profile, tolerance scale (``ue_tolerance_scale``: the
    tolerances steer the switching, so each scale is its own loop, with its own warm
@@ -23,9 +24,9 @@ accepts — which tighter tolerances would narrow — and what tightening costs:
 
 Profiles: named profiles of the wide convergence study at the solver equilibrium
 (:func:`evcs_gym.convergence.study_profiles` with four spikes and three training-like
-profiles around ``benchmarks/results/solve_siouxfalls.json``).
+profiles around ``benchmarks/inputs/solve_siouxfalls.json``).
 
-Run: ``python benchmarks/bench_tolerance_sweep.py [--profiles base training_2]
+Run: ``python benchmarks/studies/bench_tolerance_sweep.py [--profiles base training_2]
 [--scales 1 0.5 0.25] [--seeds 6] [--cap 300] [--workers 2] [--cache DIR] [--out F]``
 (about 25 minutes on 2 cores with the defaults; ``--cache`` keeps the traces).
 """
@@ -48,7 +49,8 @@ import evcs_gym
 from evcs_gym.convergence import agreement_tolerance, study_profiles
 from evcs_gym.evaluator import UETrace
 
-RESULTS = Path(__file__).parent / "results"
+BENCHMARKS = Path(__file__).resolve().parents[1]
+INPUTS = BENCHMARKS / "inputs"
 STARTS = ("warm", "free_flow")
 NEVER = 10**9
 """``ue_convergence_stable_rounds`` of traces that must not stop at convergence."""
@@ -264,7 +266,7 @@ def analyse(scenario, traces, profiles, scales, seeds, cap) -> dict:
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default="siouxfalls")
-    parser.add_argument("--prices", default=str(RESULTS / "solve_siouxfalls.json"))
+    parser.add_argument("--prices", default=str(INPUTS / "solve_siouxfalls.json"))
     parser.add_argument("--profiles", nargs="+", default=["base", "training_2"])
     parser.add_argument("--scales", nargs="+", type=float, default=[1.0, 0.5, 0.25])
     parser.add_argument("--seeds", type=int, default=6)

@@ -1,6 +1,6 @@
 """Benchmark: how long must the stall stop wait before the revenues have settled?
 
-A stalled UE loop (``ue_stall_patience``, "The stall stop" in the README) ends with the
+A stalled UE loop (``ue_stall_patience``; docs/research/stall-stop.md) ends with the
 revenues of its last iteration. Stop too early and they depend on where the loop
 started. This benchmark measures that on Sioux Falls, at the scenario's defaults:
 
@@ -25,14 +25,14 @@ started. This benchmark measures that on Sioux Falls, at the scenario's defaults
    few iterations) are set against that level.
 
 Profiles: those of the convergence study at the solver equilibrium
-(``benchmarks/results/solve_siouxfalls.json``: the base profile, station 10's period 4
+(``benchmarks/inputs/solve_siouxfalls.json``: the base profile, station 10's period 4
 at the bound, a training-like and a uniform-random one), ``--random`` more
 uniform-random profiles and ``--training`` more training-like ones, drawn as
 ``bench_evaluator.py`` draws them (its ``price_sets(nd, n)`` with ``n`` = ``--random``,
 resp. ``--training``: its default sample's first training-like profiles, but other
 uniform-random ones unless ``n`` is its default 6).
 
-Run: ``python benchmarks/bench_stall_stop.py [--seeds 6] [--random 5] [--training 3]
+Run: ``python benchmarks/studies/bench_stall_stop.py [--seeds 6] [--random 5] [--training 3]
 [--cap 200] [--patience 10 15 20 25 30] [--workers 2] [--cache DIR]
 [--stable-rounds N]`` (about 35 minutes on 2 cores with the defaults; ``--cache`` keeps
 the traces, so a second run only replays). ``--stable-rounds N`` replays the stop rule
@@ -58,7 +58,8 @@ import evcs_gym
 from evcs_gym.convergence import agreement_tolerance, study_profiles
 from evcs_gym.evaluator import UETrace
 
-RESULTS = Path(__file__).parent / "results"
+BENCHMARKS = Path(__file__).resolve().parents[1]
+INPUTS = BENCHMARKS / "inputs"
 CONDITIONS = {
     "default": {},
     "free_flow": {"warm_start": False},
@@ -73,7 +74,7 @@ _evaluators: dict[tuple[str, str, int, bool], evcs_gym.EVCSRewardEvaluator] = {}
 
 def bench_evaluator_profiles(nd: evcs_gym.NetworkData, kind: str, n: int) -> list[dict]:
     """The first ``n`` profiles of ``kind`` in ``bench_evaluator.py``'s sample."""
-    path = Path(__file__).with_name("bench_evaluator.py")
+    path = BENCHMARKS / "bench_evaluator.py"
     spec = importlib.util.spec_from_file_location("bench_evaluator", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -308,7 +309,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--scenario", default="siouxfalls")
     ap.add_argument(
         "--equilibrium",
-        default=str(RESULTS / "solve_siouxfalls.json"),
+        default=str(INPUTS / "solve_siouxfalls.json"),
         help="JSON with the base profile under 'prices' ('' = the middle of the bounds)",
     )
     ap.add_argument("--seeds", type=int, default=6)

@@ -25,7 +25,7 @@ queues that every move reshuffles. The profiles are those of the convergence stu
 (:func:`evcs_gym.convergence.study_profiles`: ``base`` = the middle of the bounds,
 ``training_0``, ``random_0``, ``random_1``, ...).
 
-Run: ``python benchmarks/bench_ue_reachability.py [--scenario siouxfalls]
+Run: ``python benchmarks/studies/bench_ue_reachability.py [--scenario siouxfalls]
 [--profiles training_0 random_0 random_1] [--movers 40] [--json out.json]``
 """
 

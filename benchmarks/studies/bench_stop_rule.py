@@ -15,10 +15,10 @@ base, ``--deviations`` single-period spikes, ``--training`` training-like and
 drawn as ``bench_evaluator.py`` draws them (its sample's first ones, as
 ``bench_stall_stop.py`` uses them).
 
-Run: ``python benchmarks/bench_stop_rule.py --candidate mean07:ue_convergence_threshold=0.007
-[--scenario siouxfalls] [--seeds 6] [--deviations 4] [--training 3] [--random 1]
-[--bench-training 5] [--conditions default free_flow halved] [--workers 2] [--no-defaults]
-[--out F]``
+Run: ``python benchmarks/studies/bench_stop_rule.py
+--candidate mean07:ue_convergence_threshold=0.007 [--scenario siouxfalls] [--seeds 6]
+[--deviations 4] [--training 3] [--random 1] [--bench-training 5]
+[--conditions default free_flow halved] [--workers 2] [--no-defaults] [--out F]``
 (Sioux Falls with the defaults: about 20 minutes per candidate on 2 cores).
 """
 
@@ -37,7 +37,8 @@ import evcs_gym
 from evcs_gym.cli import parse_settings
 from evcs_gym.convergence import CONDITIONS, ConvergenceStudy, convergence_study, study_profiles
 
-RESULTS = Path(__file__).parent / "results"
+BENCHMARKS = Path(__file__).resolve().parents[1]
+INPUTS = BENCHMARKS / "inputs"
 KINDS = ("base", "deviation", "training", "random")
 
 
@@ -69,7 +70,7 @@ def profiles_for(
 
 def _bench_evaluator():
     """``bench_evaluator.py``, imported by path (the benchmarks are scripts)."""
-    path = Path(__file__).with_name("bench_evaluator.py")
+    path = BENCHMARKS / "bench_evaluator.py"
     spec = importlib.util.spec_from_file_location("bench_evaluator", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, Any]]:
     ap.add_argument("--scenario", default="siouxfalls")
     ap.add_argument(
         "--equilibrium",
-        default=str(RESULTS / "solve_siouxfalls.json"),
+        default=str(INPUTS / "solve_siouxfalls.json"),
         help="JSON with the base profile under 'prices' ('' = the middle of the bounds)",
     )
     ap.add_argument(
