@@ -31,3 +31,14 @@ def test_supersuit_shared_policy(load_script, capsys):
     )
     assert set(out["prices"]) == {"A", "B"} and out["timesteps"] >= 16
     assert "total revenue" in capsys.readouterr().out
+
+
+def test_custom_scenario_writes_loads_and_evaluates_a_folder(load_script, tmp_path, capsys):
+    out = load_script("examples", "custom_scenario").main(["--out", str(tmp_path)])
+    files = sorted(p.name for p in (tmp_path / "corridor").iterdir())
+    assert files == [f"corridor_{kind}" for kind in ("demand.csv", "links.csv", "nodes.csv")] + [
+        "corridor_settings.json"
+    ]
+    # undercutting wins the south station drivers
+    assert out["south undercuts"]["south"] > out["equal prices"]["south"]
+    assert "one step of the game" in capsys.readouterr().out
