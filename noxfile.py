@@ -8,6 +8,7 @@ disk (``/opt/wheels``; uv does not read pip's configuration, so it is passed exp
     nox                      # every session below
     nox -s rllib             # one of them
     nox -s oldest            # the core suite at the oldest supported gymnasium/pettingzoo
+    nox -s docs              # the docs site: mkdocs build --strict (not in the default run)
 
 Each library session installs evcs-gym with the pinned set that library resolves with,
 runs its integration tests (``tests/integrations/test_<name>.py``: the adapter, the
@@ -166,3 +167,10 @@ def benchmarl(session: nox.Session) -> None:
     )
     check_imports(session, "benchmarl", "benchmarl", "torchrl", "tensordict")
     run_pytest(session, "tests/integrations/test_benchmarl.py")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The docs site: ``mkdocs build --strict`` (every page, link and API docstring)."""
+    session.install("-e", ".[docs]")
+    session.run("mkdocs", "build", "--strict", *session.posargs)
