@@ -24,7 +24,7 @@ Measured on ``tiny`` with the defaults (4,032 station-steps, 395 s on 2 cores sh
 other jobs; ``benchmarks/results/example_supersuit_shared_policy_tiny.txt``):
 both stations post 0.50 in periods 1-3 and ~1.43 in period 4, total revenue 6,750 — the
 competitive outcome (both stations at the lower bound in periods 1-3 is where
-best-response dynamics end on ``tiny`` too; see the README's baselines table).
+best-response dynamics end on ``tiny`` too; see docs/guides/baselines.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every API checker of the issue, on Sioux Falls (the tiny scenario runs them elsewhere).
 
 The checkers step with random actions drawn uniformly over the price bounds, which the
-UE needs 10–30 iterations to settle on Sioux Falls (README, known limitations). The
+UE needs 10–30 iterations to settle on Sioux Falls (docs/research/known-limitations.md). The
 default run therefore caps ``ue_max_iterations`` at 2: the evaluations are real Sioux
 Falls simulations on the warm start, unconverged and flagged so in their infos, which is
 all an API checker looks at. The ``slow`` variant runs the scenario as shipped.

@@ -1,15 +1,15 @@
 """Convergence study (evcs_gym.convergence): revenues independent of UE start and tolerance.
 
-The properties of DESIGN.md evaluation semantics 5, as tests: for a profile near the
-reference, single-period deviations, training-like noise and uniform-random prices,
-each station's mean revenue over 6 seeds under the default UE agrees with (a) the
-free-flow start, (b) every stop-rule tolerance halved and (c) the iteration cap doubled
-from the same start, within max(3 standard errors,
-``rel_tol`` of the station's revenue): 2 %, on Sioux Falls and on ``tiny``. ``tiny``'s
-drivers carry station tastes of scale 4 since 2026-11-27, as Sioux Falls' do (README,
-"Heterogeneous drivers"); with identical drivers its rule had to be 5 % (one platoon is
-3-5 % of station B's revenue) and one comparison still failed it, which a test below
-keeps pinned.
+The properties of docs/concepts.md, "What an evaluation promises", as tests: for a
+profile near the reference, single-period deviations, training-like noise and
+uniform-random prices, each station's mean revenue over 6 seeds under the default UE
+agrees with (a) the free-flow start, (b) every stop-rule tolerance halved and (c) the
+iteration cap doubled from the same start, within max(3 standard errors, ``rel_tol`` of
+the station's revenue): 2 %, on Sioux Falls and on ``tiny``. ``tiny``'s drivers carry
+station tastes of scale 4 since 2026-11-27, as Sioux Falls' do
+(docs/research/heterogeneous-drivers.md); with identical drivers its rule had to be 5 %
+(one platoon is 3-5 % of station B's revenue) and one comparison still failed it, which
+a test below keeps pinned.
 """
 
 from __future__ import annotations
@@ -71,12 +71,12 @@ def test_identical_drivers_leave_the_spike_loose_that_tastes_pin(tiny_study):
     """Why ``tiny`` has station tastes: with identical drivers (``station_taste_scale=0``,
     its default before 2026-11-27) and B's period 2 at the bound, B's revenue under halved
     tolerances is 604 ± 135 (18 %) below the default's (3,417), beyond even a 5 % rule.
-    Nobody pays B's 2.0; the difference is the equal-price split of period 1 (both at
-    1.25): B's period-1 customers are 113 vehicles under the default against 93 under
-    halved tolerances, four platoons of near-indifferent drivers (README, Known
-    limitations). With the tastes of the default the same comparison moves by nothing.
-    A better UE that made identical drivers agree would fail this test: then the README
-    and this docstring need revisiting."""
+    Nobody pays B's 2.0; the difference is the equal-price split of period 1 (both at 1.25):
+    B's period-1 customers are 113 vehicles under the default against 93 under halved
+    tolerances, four platoons of near-indifferent drivers
+    (docs/research/known-limitations.md). With the tastes of the default the same
+    comparison moves by nothing. A better UE that made identical drivers agree would fail
+    this test: then the research notes and this docstring need revisiting."""
     nd = evcs_gym.load_scenario("tiny", station_taste_scale=0.0)
     profiles = study_profiles(nd, deviations=2, training_like=1, random=1)
     identical = convergence_study(
@@ -302,7 +302,7 @@ def test_siouxfalls_solver_equilibrium_revenues_do_not_depend_on_start_or_tolera
     (station 3 at the uniform-random profile from free flow, -705 ± 101 on 29,482, 2.4 %;
     convergence_siouxfalls_solver.txt); over 0-11 it is -244 ± 197 (0.8 %). With
     identical drivers the 6-seed study split by the start at the equilibrium (station 3:
-    -13 % at the 1 % rule, -11 % at 0.8 %; README "Heterogeneous drivers")."""
+    -13 % at the 1 % rule, -11 % at 0.8 %; docs/research/heterogeneous-drivers.md)."""
     inputs = Path(__file__).resolve().parents[1] / "benchmarks" / "inputs"
     base = json.loads((inputs / "solve_siouxfalls.json").read_text())["prices"]
     nd = evcs_gym.load_scenario("siouxfalls")

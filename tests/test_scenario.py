@@ -61,8 +61,9 @@ def test_bundled_stall_stop(name, patience):
     [("siouxfalls", 4.0), ("berlin_friedrichshain", 0.0), ("anaheim", 0.0), ("tiny", 4.0)],
 )
 def test_bundled_station_tastes(name, scale):
-    """Sioux Falls' and ``tiny``'s drivers carry station tastes of scale 4 (README
-    "Heterogeneous drivers"); Berlin-Friedrichshain and Anaheim keep identical drivers."""
+    """Sioux Falls' and ``tiny``'s drivers carry station tastes of scale 4
+    (docs/research/heterogeneous-drivers.md); Berlin-Friedrichshain and Anaheim keep
+    identical drivers."""
     raw = _bundled_settings(name)
     assert raw.get("station_taste_scale", 0.0) == scale
     assert raw.get("station_taste_seed", 0) == 0
