@@ -21,7 +21,7 @@ def _help_text(parser: argparse.ArgumentParser) -> str:
 def _fixed_width(cls: type[argparse.HelpFormatter]) -> type[argparse.HelpFormatter]:
     class Fixed(cls):  # type: ignore[misc, valid-type]
         def __init__(self, prog: str, **kwargs) -> None:
-            kwargs["width"] = 88
+            kwargs["width"] = 74
             super().__init__(prog, **kwargs)
 
     return Fixed
