@@ -413,7 +413,7 @@ def _set_help() -> str:
 
     return (
         "override a scenario setting (repeatable); VALUE is read as JSON, else as a string, "
-        "e.g. ue_stall_patience=20. Settings (`evcs-gym settings` shows their values and "
+        "e.g. ue_max_iterations=50. Settings (`evcs-gym settings` shows their values and "
         "meanings): " + ", ".join(setting_names())
     )
 

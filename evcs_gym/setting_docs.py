@@ -6,7 +6,7 @@ under its annotation. Python keeps no such strings at run time, so :func:`settin
 reads them from the class's source.
 
 Example:
-    >>> "ue_stall_patience" in setting_names()
+    >>> "ue_max_iterations" in setting_names()
     True
     >>> setting_docs()["deltan"]
     'UXsim platoon size: vehicles per simulated platoon.'
