@@ -5,35 +5,34 @@ For each scenario (default: every bundled one) it times, in one run:
 * raw simulation: one World build + ``exec_simulation`` + freeing the World, with every
   platoon on its free-flow route and no vehicle logging, timed afresh between every two
   evaluations (:class:`RawSimulation`);
-* ``--n`` evaluations at *training-like* prices: the middle of the bounds plus Gaussian
-  noise of 5 % of the price range per station and period (what a learner's exploration
-  around a profile looks like);
+* ``--n`` evaluations at *training-like* prices around each centre the scenario has:
+  Gaussian noise of 5 % of the price range per station and period around the solver's
+  equilibrium (``benchmarks/inputs/solve_<scenario>.json``), around the main job's
+  learned prices (``benchmarks/inputs/maddpg_<scenario>.json``) and around the middle
+  of the bounds — the prices learners visit, each reported apart;
 * ``--n`` evaluations at *uniform-random* prices over the whole bounds, per station and
-  period;
+  period (an untrained policy);
 
-each at its own seed, and prints per evaluation: seconds, UE iterations, convergence, the
-charging platoons' final gap statistics (mean, share above 5 %) next to the stop rule's
-tolerances, why the loop stopped (``converged``, ``stalled`` or ``cap``) and the ratio
-eval seconds / raw-simulation seconds, the raw simulation being the mean of the two timed
-just before and just after that evaluation. A shared host's load drifts within minutes;
-timing the denominator next to each evaluation keeps that drift out of the ratios (one
-timing at the start of the run moved the median ratio by up to a third). Every figure is
-taken at the scenario's default stop rule; ``--stall-patience N [M ...]`` runs the price
-sets once per ``ue_stall_patience`` value (0 = run to the cap), on one load. ``--set
-KEY=VALUE`` overrides a scenario setting (as on the command line), e.g.
-``station_taste_scale=4``.
+each at its own seed, and prints per evaluation: seconds, UE iterations, why the loop
+stopped (``converged``, ``stationary`` or ``cap``), the charging platoons' final gap
+statistics (mean, share above 5 %), the largest relative revenue standard error of a
+station, and the ratio eval seconds / raw-simulation seconds, the raw simulation being
+the mean of the two timed just before and just after that evaluation. A shared host's
+load drifts within minutes; timing the denominator next to each evaluation keeps that
+drift out of the ratios. Every figure is taken at the scenario's defaults; ``--set
+KEY=VALUE`` overrides a scenario setting (as on the command line).
 
 Run: ``python benchmarks/bench_evaluator.py [--scenarios siouxfalls tiny] [--n 6]
-[--stall-patience 0 20] [--set KEY=VALUE]``
+[--set KEY=VALUE]`` (Sioux Falls at ``--n 24``: about 15 minutes on 2 idle cores).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
 import statistics
 import time
-from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import uxsim
@@ -91,39 +90,68 @@ class RawSimulation:
         return sum(self.time())
 
 
+INPUTS = Path(__file__).resolve().parent / "inputs"
+
+CENTRES = {"solver equilibrium": "solve", "learned (MADDPG)": "maddpg"}
+"""Training-like centres read from ``benchmarks/inputs/<file>_<scenario>.json``, where present."""
+
+
+def centres(nd: evcs_gym.NetworkData) -> dict[str, dict[str, np.ndarray]]:
+    """The training-like centres of ``nd``: the solver's equilibrium and the learned prices
+    where ``benchmarks/inputs`` has them, and the middle of the bounds."""
+    out = {}
+    for label, stem in CENTRES.items():
+        path = INPUTS / f"{stem}_{nd.name}.json"
+        if path.exists():
+            prices = json.loads(path.read_text())["prices"]
+            out[label] = {a: np.asarray(prices[a], dtype=float) for a in nd.agent_names}
+    out["mid-bounds"] = {
+        a: np.full(nd.n_periods, (lo + hi) / 2) for a, (lo, hi) in nd.price_bounds.items()
+    }
+    return out
+
+
 def price_sets(nd: evcs_gym.NetworkData, n: int, seed: int = 2024) -> dict[str, list[dict]]:
-    """``{"training-like": [...], "uniform-random": [...]}``, ``n`` profiles each."""
+    """``{"training-like (<centre>)": [...], ..., "uniform-random": [...]}``, ``n`` profiles each.
+
+    Example:
+        >>> sets = price_sets(evcs_gym.load_scenario("tiny", warm_start=False), 2)
+        >>> list(sets), len(sets["uniform-random"])
+        (['training-like (mid-bounds)', 'uniform-random'], 2)
+    """
     rng = np.random.default_rng(seed)
     bounds = nd.price_bounds
-    training = [
-        {
-            a: np.clip((lo + hi) / 2 + rng.normal(0, 0.05 * (hi - lo), nd.n_periods), lo, hi)
-            for a, (lo, hi) in bounds.items()
-        }
-        for _ in range(n)
-    ]
-    random = [
+    out = {}
+    for label, centre in centres(nd).items():
+        out[f"training-like ({label})"] = [
+            {
+                a: np.clip(centre[a] + rng.normal(0, 0.05 * (hi - lo), nd.n_periods), lo, hi)
+                for a, (lo, hi) in bounds.items()
+            }
+            for _ in range(n)
+        ]
+    out["uniform-random"] = [
         {a: rng.uniform(lo, hi, nd.n_periods) for a, (lo, hi) in bounds.items()} for _ in range(n)
     ]
-    return {"training-like": training, "uniform-random": random}
+    return out
 
 
-def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrides: object) -> dict:
+def bench(name: str, n: int, **overrides: object) -> dict:
     """Time ``n`` profiles of each price set on scenario ``name``.
 
-    ``patience``: ``ue_stall_patience`` values to run the sets under (``None``: the
-    scenario's own). ``overrides``: scenario settings (``load_scenario`` keywords).
-    Returns ``{label: figures}``, the label suffixed by ``" (patience N)"`` when more
-    than one value is given.
+    ``overrides``: scenario settings (``load_scenario`` keywords). Returns ``{label:
+    figures}``.
     """
     t0 = time.perf_counter()
     nd = evcs_gym.load_scenario(name, **overrides)
     load_s = time.perf_counter() - t0
     raw = RawSimulation(nd)
     first_raw = statistics.median(raw.seconds() for _ in range(3))
-    tol = nd.settings.stop_tolerances
+    s = nd.settings
+    tol = s.stop_tolerances
     ws = nd.warm_start_info
     print(f"\n== {nd.summary()}")
+    print(f"evcs-gym {evcs_gym.__version__}, settings {nd.settings_hash}")
     if overrides:
         print("settings overridden: " + ", ".join(f"{k}={v}" for k, v in overrides.items()))
     print(
@@ -140,35 +168,27 @@ def bench(name: str, n: int, patience: Sequence[int | None] = (None,), **overrid
         f"stop rule: mean gap <= {tol['mean_gap']:.2%}, charging mean gap <= "
         f"{tol['charging_mean_gap']:.2%}, charging share above {tol['charging_tail_gap']:.0%} "
         f"<= {tol['charging_tail_share']:.0%}, completed >= {tol['min_completed_ratio']:.0%}, "
-        f"{nd.settings.ue_convergence_stable_rounds} rounds; cap "
-        f"{nd.settings.ue_max_iterations} iterations"
+        f"{s.ue_convergence_stable_rounds} rounds; stationary stop: revenue SE <= "
+        f"{s.ue_payoff_precision:.1%} after >= {s.ue_payoff_min_iterations} iterations, "
+        f"window >= {s.ue_payoff_min_window}; cap {s.ue_max_iterations} iterations"
     )
-    summary = {}
-    for value in patience:
-        settings = nd.settings
-        if value is not None:
-            settings = dataclasses.replace(settings, ue_stall_patience=value)
-        # the warm start does not depend on the patience (it never stalls): reuse the load
-        ev = evcs_gym.EVCSRewardEvaluator(dataclasses.replace(nd, settings=settings))
-        print(f"-- stall patience {settings.ue_stall_patience or 'off'}")
-        suffix = f" (patience {settings.ue_stall_patience})" if len(patience) > 1 else ""
-        for label, figures in _time_sets(ev, price_sets(nd, n), raw).items():
-            summary[label + suffix] = figures
-    return summary
+    ev = evcs_gym.EVCSRewardEvaluator(nd)
+    return _time_sets(ev, price_sets(nd, n), raw)
 
 
 def _time_sets(
     ev: evcs_gym.EVCSRewardEvaluator, sets: dict[str, list[dict]], raw: RawSimulation
 ) -> dict:
+    width = max(len(label) for label in sets) + 5
     header = (
-        f"{'case':<20}{'seconds':>9}{'iters':>7}{'stop':>11}{'ch gap':>8}{'ch >5%':>8}"
-        f"{'gap':>8}{'raw s':>8}{'ratio':>8}"
+        f"{'case':<{width}}{'seconds':>9}{'iters':>7}{'stop':>12}{'ch gap':>8}{'ch >5%':>8}"
+        f"{'max SE':>8}{'raw s':>8}{'ratio':>8}"
     )
     summary = {}
     for label, profiles in sets.items():
         print(header)
         print("-" * len(header))
-        secs, raws, ratios, iters, conv, stalled = [], [], [], [], [], []
+        secs, raws, ratios, iters, conv, stationary = [], [], [], [], [], []
         run_only = []  # ratios to the raw simulation without freeing its World
         before = raw.time()
         for i, prices in enumerate(profiles):
@@ -186,20 +206,22 @@ def _time_sets(
             iters.append(res.ue_iterations)
             conv.append(res.converged)
             reason = "cap" if st["stop_reason"] == "max_iterations" else st["stop_reason"]
-            stalled.append(reason == "stalled")
+            stationary.append(reason == "stationary")
+            se = max_relative_se(res)
             print(
-                f"{f'{label} #{i}':<20}{s:>9.2f}{res.ue_iterations:>7}{reason:>11}"
+                f"{f'{label} #{i}':<{width}}{s:>9.2f}{res.ue_iterations:>7}{reason:>12}"
                 f"{st['charging_relative_gap']:>8.2%}{st['charging_tail_share']:>8.1%}"
-                f"{st['relative_gap']:>8.2%}{denominator:>8.3f}{ratios[-1]:>8.1f}"
+                f"{se:>8.1%}{denominator:>8.3f}{ratios[-1]:>8.1f}"
             )
         med = statistics.median(ratios)
         print(
             f"{label}: median {med:.1f} raw simulations (median {statistics.median(secs):.2f} s; "
             f"raw simulation {min(raws):.3f}-{statistics.median(raws):.3f}-{max(raws):.3f} s), "
             f"iterations median {statistics.median(iters):g} (min {min(iters)}, max "
-            f"{max(iters)}), converged {sum(conv)}/{len(conv)}, stalled "
-            f"{sum(stalled)}/{len(stalled)}; {statistics.median(run_only):.1f} against the raw "
-            "simulation's build and run alone\n"
+            f"{max(iters)}), converged {sum(conv)}/{len(conv)}, stationary "
+            f"{sum(stationary)}/{len(stationary)}, max ratio {max(ratios):.1f}; "
+            f"{statistics.median(run_only):.1f} against the raw simulation's build and run "
+            "alone\n"
         )
         summary[label] = {
             "median_s": statistics.median(secs),
@@ -209,9 +231,18 @@ def _time_sets(
             "raw_s": raws,
             "iterations": iters,
             "conv": conv,
-            "stalled": stalled,
+            "stationary": stationary,
         }
     return summary
+
+
+def max_relative_se(res: evcs_gym.EvalResult) -> float:
+    """The largest station revenue standard error relative to that station's size, the
+    size as the stationary stop judges it (``ue_payoff_floor``)."""
+    rev = np.array(list(res.revenues.values()))
+    se = np.array(list(res.ue_stats["revenue_se"].values()))
+    size = np.maximum(np.abs(rev), 0.25 * np.abs(rev).mean())
+    return float(np.max(np.divide(se, size, out=np.zeros_like(se), where=size > 0)))
 
 
 def main() -> None:
@@ -219,21 +250,14 @@ def main() -> None:
     parser.add_argument("--scenarios", nargs="+", default=evcs_gym.available_scenarios())
     parser.add_argument("--n", type=int, default=6, help="profiles per price set")
     parser.add_argument(
-        "--stall-patience",
-        type=int,
-        nargs="+",
-        default=[None],
-        help="ue_stall_patience value(s), each run in turn (default: the scenario's; 0 = off)",
-    )
-    parser.add_argument(
         "--set",
         action="append",
         metavar="KEY=VALUE",
-        help="override a scenario setting (repeatable), e.g. station_taste_scale=4",
+        help="override a scenario setting (repeatable), e.g. ue_payoff_precision=0.02",
     )
     args = parser.parse_args()
     for name in args.scenarios:
-        bench(name, args.n, args.stall_patience, **parse_settings(args.set))
+        bench(name, args.n, **parse_settings(args.set))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+from evcs_gym._version import __version__
 from evcs_gym.averaging import SeedAverage
 from evcs_gym.envs import EVCSPricingEnv, EVCSPricingParallelEnv, env, parallel_env
 from evcs_gym.envs.registration import register_envs
@@ -38,8 +39,6 @@ from evcs_gym.pool import ParallelEvaluatorPool
 from evcs_gym.prices import uniform_prices
 from evcs_gym.scenario import available_scenarios, load_scenario
 from evcs_gym.settings import ScenarioSettings, StationOverride
-
-__version__ = "0.1.0"
 
 register_envs()  # gym.make("EVCSPricing-v0") / gym.make("evcs_gym:EVCSPricing-v0")
 

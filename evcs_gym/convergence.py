@@ -1,42 +1,31 @@
-"""Convergence study: do the revenues depend on where the UE starts or how tight it stops?
+"""Convergence study: do the revenues depend on where the UE starts or how long it runs?
 
 A payoff is only as good as the equilibrium under it. This module evaluates price
 profiles at several seeds under the default UE and under variants that must not change
-the answer beyond seed noise (DESIGN.md, evaluation semantics 5):
+the answer beyond seed noise (the docs' concepts page, "The payoff"):
 
 * ``free_flow``: the UE starts from free-flow routes instead of the reference warm start;
-* ``halved``: every stop-rule tolerance halved (``ue_tolerance_scale=0.5``); the stall
-  stop still judges the unscaled rule, so these loops never give up sooner than the
-  default's;
 * ``doubled_cap``: the evaluations' iteration cap doubled (``ue_max_iterations`` × 2)
-  and no stall stop (``ue_stall_patience=0``), from the default's very start (the warm
-  start is not re-solved). Where the default ends at its cap or stalls
-  (``converged=False``) the iterations are the tolerance that binds: halving the gap
-  tolerances then changes little, and only a longer run shows whether the revenues
-  were still moving. An evaluation that converged is repeated bit for bit, so its
-  paired difference is exactly zero;
+  and no stationary stop (``ue_payoff_precision=0``): every loop that does not meet its
+  rule runs twice the default's cap and answers the stationary mean of that long run,
+  from the default's very start (the warm start is not re-solved). An evaluation that
+  converged is repeated bit for bit, so its paired difference is exactly zero;
 
-and, on request only (not in :data:`STANDARD_CONDITIONS`), two halves of ``free_flow``
-that tell which population's start a free-flow difference comes from:
+and, on request only (not in :data:`STANDARD_CONDITIONS`):
 
-* ``free_flow_charging``: the charging platoons start on their free-flow routes, the
-  others from the warm start, and the price-aware start is off
-  (``ue_price_aware_start=False``), so that the loop alone must undo the charging
-  choices it starts from;
-* ``free_flow_background``: the non-charging platoons (the background traffic) start on
-  their free-flow routes, the charging ones from the warm start (price-aware start on,
-  as by default);
+* ``halved``: every stop-rule tolerance halved (``ue_tolerance_scale=0.5``).
 
-and compares each station's mean revenue with the default's, seed by seed (the same
+Each station's mean revenue is compared with the default's, seed by seed (the same
 seeds in every condition). A station *agrees* when ``|mean difference| ≤ max(z · SE,
-rel_tol · default revenue)`` with the standard error of the paired per-seed differences
-(``z = 3``, ``rel_tol = 2 %``). ``evcs-gym convergence`` and
+rel_tol · default revenue)`` (:func:`agreement_tolerance`) with the standard error of
+the paired per-seed differences (``z = 3``, ``rel_tol = 3 %``, the model's measured
+ε-width on Sioux Falls). ``evcs-gym convergence`` and
 ``benchmarks/bench_convergence.py`` print it as a table.
 
 Example:
     >>> study = convergence_study("tiny", {"uniform": uniform_profile("tiny", 1.0)}, seeds=2)
     >>> study.conditions
-    ['default', 'free_flow', 'halved', 'doubled_cap']
+    ['default', 'free_flow', 'doubled_cap']
     >>> isinstance(study.all_agree, bool)
     True
 """
@@ -58,9 +47,9 @@ from evcs_gym.scenario import load_scenario
 from evcs_gym.utils import to_jsonable
 
 __all__ = [
+    "AGREEMENT_REL_TOL",
     "CONDITIONS",
     "EVALUATION_ONLY_SETTINGS",
-    "FREE_FLOW_ROUTES",
     "SCALED_SETTINGS",
     "STANDARD_CONDITIONS",
     "ConvergenceStudy",
@@ -73,40 +62,39 @@ __all__ = [
 CONDITIONS: dict[str, dict[str, Any]] = {
     "default": {},
     "free_flow": {"warm_start": False},
+    "doubled_cap": {"ue_max_iterations": 2, "ue_payoff_precision": 0.0},
     "halved": {"ue_tolerance_scale": 0.5},
-    "doubled_cap": {"ue_max_iterations": 2, "ue_stall_patience": 0},
-    "free_flow_charging": {"ue_price_aware_start": False, "free_flow_routes": "charging"},
-    "free_flow_background": {"free_flow_routes": "non_charging"},
 }
 """Study conditions: ``load_scenario`` keyword arguments on top of the caller's overrides;
 the values of :data:`SCALED_SETTINGS` multiply the caller's setting (else the scenario's),
-:data:`EVALUATION_ONLY_SETTINGS` change the evaluations but not the warm start, and
-:data:`FREE_FLOW_ROUTES` puts one population's platoons on their free-flow routes in the
-caller's start."""
+and :data:`EVALUATION_ONLY_SETTINGS` change the evaluations but not the warm start."""
 
-STANDARD_CONDITIONS = ("default", "free_flow", "halved", "doubled_cap")
+STANDARD_CONDITIONS = ("default", "free_flow", "doubled_cap")
 """The conditions a study runs unless told otherwise: the properties the package claims."""
-
-FREE_FLOW_ROUTES = "free_flow_routes"
-"""Condition key: ``"charging"`` or ``"non_charging"``, the platoons that start on their
-free-flow routes (route 0 of their set) instead of the caller's start."""
 
 SCALED_SETTINGS = ("ue_tolerance_scale", "ue_max_iterations")
 """Settings a condition gives as a factor of the caller's (or the scenario's) value."""
 
-EVALUATION_ONLY_SETTINGS = ("ue_max_iterations", "ue_stall_patience")
+EVALUATION_ONLY_SETTINGS = ("ue_max_iterations", "ue_payoff_precision")
 """Settings a condition applies after loading: the warm start stays the caller's."""
 
+AGREEMENT_REL_TOL = 0.03
+"""The relative arm of the agreement band: 3 % of a station's revenue, the ε-width of the
+UE measured on Sioux Falls (12 seeds: differences between starts and tolerances of
+2.1–4.4 % where the loop had no point equilibrium to find)."""
 
-def agreement_tolerance(se: Any, revenue: Any, z: float = 3.0, rel_tol: float = 0.02) -> Any:
+
+def agreement_tolerance(
+    se: Any, revenue: Any, z: float = 3.0, rel_tol: float = AGREEMENT_REL_TOL
+) -> Any:
     """The band a paired mean difference must stay within to *agree*:
     ``max(z · SE, rel_tol · |revenue|)``, elementwise for arrays.
 
     Example:
-        >>> float(agreement_tolerance(100.0, 10_000.0))
-        300.0
+        >>> float(agreement_tolerance(150.0, 10_000.0))
+        450.0
         >>> agreement_tolerance(np.array([10.0, 100.0]), np.array([10_000.0, -1_000.0])).tolist()
-        [200.0, 300.0]
+        [300.0, 300.0]
     """
     return np.maximum(z * np.asarray(se), rel_tol * np.abs(revenue))
 
@@ -166,7 +154,7 @@ class ConvergenceStudy:
     seeds: list[int]
     results: dict[str, dict[str, SeedAverage]]
     z: float = 3.0
-    rel_tol: float = 0.02
+    rel_tol: float = AGREEMENT_REL_TOL
     seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -295,7 +283,7 @@ def convergence_study(
     *,
     workers: int = 1,
     z: float = 3.0,
-    rel_tol: float = 0.02,
+    rel_tol: float = AGREEMENT_REL_TOL,
     progress: bool = False,
     **overrides: Any,
 ) -> ConvergenceStudy:
@@ -356,20 +344,7 @@ def _condition_network(
         if key in spec:
             spec[key] = spec[key] * getattr(default.settings, key)
     late = {k: spec.pop(k) for k in EVALUATION_ONLY_SETTINGS if k in spec}
-    population = spec.pop(FREE_FLOW_ROUTES, None)
-    if population is not None:  # the caller's start, one population moved: no new warm start
-        late.update(spec)
-        spec = {}
     nd = load_scenario(scenario, **{**overrides, **spec}) if spec else default
     if late:
         nd = dataclasses.replace(nd, settings=dataclasses.replace(nd.settings, **late))
-    if population is not None:
-        moved = nd.veh_charging if population == "charging" else ~nd.veh_charging
-        nd = dataclasses.replace(
-            nd,
-            initial_route_choice=np.where(
-                moved, nd.free_flow_route_choice, nd.initial_route_choice
-            ),
-            warm_start_info={**nd.warm_start_info, "free_flow_routes": population},
-        )
     return nd

@@ -6,7 +6,7 @@ station choice on UXsim's C++ engine for one joint price profile and returns an
 starts from the scenario's own initial assignment, and all randomness comes from
 generators seeded by ``seed``.
 
-The UE loop (DESIGN.md, evaluation semantics 5):
+The UE loop:
 
 0. start from the scenario's initial assignment (the reference equilibrium), made
    price-aware: every charging platoon whose route there is dearer than its best
@@ -23,26 +23,30 @@ The UE loop (DESIGN.md, evaluation semantics 5):
    route, measured the same way, so chosen and alternative routes are compared on one
    footing (the simulated arrival differs from the walk by a few seconds, reported as
    ``ue_stats["travel_time_model_error"]``);
-3. relative gap of a platoon = (cost − best) / cost; stop when, for
-   ``ue_convergence_stable_rounds`` iterations in a row, :class:`GapStats` meets
-   ``settings.stop_tolerances``: the mean gap over completed platoons, the mean gap
-   over completed *charging* platoons, the share of charging platoons above the tail
-   gap and the completed share; else at ``ue_max_iterations`` (``converged=False``),
-   or earlier if the loop has stalled far from the rule (``ue_stall_patience``: 20 in
-   the bundled road scenarios; ``converged=False``,
-   ``ue_stats["stop_reason"] == "stalled"``);
-4. otherwise switch platoons to their cheapest route (the switching rule below) and
+3. relative gap of a platoon = (cost − best) / cost; record each station's revenue;
+   stop (:class:`~evcs_gym.stopping.StopRule`) when the stop rule has held for
+   ``ue_convergence_stable_rounds`` iterations (``"converged"``), or when the
+   stationary mean of the revenues is known to ``ue_payoff_precision``
+   (``"stationary"``), or at ``ue_max_iterations``;
+4. otherwise switch platoons to their cheapest route (:mod:`evcs_gym.switching`) and
    repeat.
 
-The switching rule is pluggable (:mod:`evcs_gym.switching`); the default decides on
-exponentially smoothed route costs and ranks charging platoons apart.
+**The payoff** (:func:`~evcs_gym.stopping.settle_payoff`). A loop that met its rule
+answers with its final iteration. Where the rule is out of reach — at many price
+profiles the deterministic-choice UE has no point equilibrium, and the loop wanders in
+a stationary orbit, each station's revenue moving by 2–6 % (sd) from one iteration to
+the next on Sioux Falls — the answer is the **mean over the loop's stationary window**
+(after the transient, found by the MSER rule), with each station's standard error
+(allowing for the orbit's autocorrelation) in ``ue_stats["revenue_se"]`` and the window
+in ``ue_stats["window"]`` (:mod:`evcs_gym.stationary`). ``converged`` says whether the
+rule was met.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +57,14 @@ from evcs_gym.network import NetworkData
 from evcs_gym.prices import price_matrix
 from evcs_gym.settings import ScenarioSettings
 from evcs_gym.simulation import SimulationOutput, WorldBuilder
+from evcs_gym.stopping import (
+    GapStats,
+    Payoff,
+    StopRule,
+    _earnings,
+    gap_summary,
+    settle_payoff,
+)
 from evcs_gym.switching import SwitchInput, make_switching_rule
 from evcs_gym.utils import FieldwiseEquality, to_jsonable
 
@@ -75,19 +87,26 @@ class EvalResult(FieldwiseEquality):
 
     Attributes:
         rewards: station -> reward (revenue minus energy cost) in currency.
-        flows: station -> (n_periods,) vehicles that started charging in each period.
+        flows: station -> (n_periods,) vehicles that started charging in each period
+            (a mean over the stationary window where the loop did not converge, so
+            not always whole numbers).
         revenues: station -> revenue Σ price × flow × energy.
         prices: station -> the (n_periods,) prices evaluated.
         ue_iterations: simulations run by the UE loop.
-        converged: whether the stop rule was met before ``ue_max_iterations``.
-        ue_stats: ``stop_reason`` (``"converged"``, ``"stalled"`` or
-            ``"max_iterations"``); at the final iteration ``relative_gap`` (mean over
-            completed platoons), ``completed_ratio``, ``charging_relative_gap`` and
-            ``charging_tail_share`` (the stop rule's charging criteria),
-            ``charging_gap`` / ``non_charging_gap`` (:func:`gap_summary`: mean, p95,
-            max, shares above 1 / 5 / 10 %), ``stop_tolerances``; per iteration
-            ``gap_history``, ``charging_gap_history``, ``charging_tail_history``,
-            ``completed_history``, ``switch_history``; and
+        converged: whether the stop rule was met (``stop_reason == "converged"``).
+        ue_stats: ``stop_reason`` (``"converged"``, ``"stationary"`` or
+            ``"max_iterations"``); the payoff: ``payoff`` (``"final_iteration"`` or
+            ``"stationary_mean"``), ``window`` (first and last iteration averaged,
+            1-based), ``revenue_se`` and ``reward_se`` (station -> standard error,
+            :func:`~evcs_gym.stopping.settle_payoff`), ``autocorrelation_time`` (``None``
+            for a converged loop); at the
+            final iteration ``relative_gap`` (mean over completed platoons),
+            ``completed_ratio``, ``charging_relative_gap`` and ``charging_tail_share``
+            (the stop rule's charging criteria), ``charging_gap`` /
+            ``non_charging_gap`` (:func:`gap_summary`: mean, p95, max, shares above
+            1 / 5 / 10 %), ``stop_tolerances``; per iteration ``gap_history``,
+            ``charging_gap_history``, ``charging_tail_history``, ``completed_history``,
+            ``switch_history``, ``revenue_history`` (per station); and
             ``simulated_charging_vehicles``, ``simulated_non_charging_vehicles``,
             ``charging_vehicles_completed``, ``charging_vehicles_charged``,
             ``travel_time_model_error``, ``mean_travel_time``.
@@ -114,154 +133,29 @@ class EvalResult(FieldwiseEquality):
         return to_jsonable(dataclasses.asdict(self))
 
 
-@dataclass(frozen=True)
-class GapStats:
-    """The stop rule's view of one UE iteration (relative gaps of completed platoons)."""
-
-    mean_gap: float
-    """Mean gap over all completed platoons."""
-    charging_mean_gap: float
-    """Mean gap over the completed charging platoons (0 if the scenario has none)."""
-    charging_tail_share: float
-    """Share of completed charging platoons whose gap exceeds the tail gap."""
-    completed_ratio: float
-    """Share of all platoons that completed their trip."""
-    unscaled_tail_share: float | None = None
-    """The tail share at the tail gap before ``ue_tolerance_scale``, where the rule's
-    tail gap is scaled (``None``: the same as ``charging_tail_share``). The stall stop
-    reads it (:meth:`unscaled`)."""
-
-    @classmethod
-    def of(
-        cls,
-        gap: np.ndarray,
-        completed: np.ndarray,
-        charging: np.ndarray,
-        tail_gap: float,
-        unscaled_tail_gap: float | None = None,
-    ) -> GapStats:
-        """The statistics of one iteration's relative ``gap`` per platoon, with the tail
-        share above ``tail_gap`` (and above ``unscaled_tail_gap`` where it differs)."""
-        n = len(gap)
-        done_ch = completed & charging
-        stuck = charging.any() and not done_ch.any()  # every charging trip stuck
-
-        def tail_share(limit: float) -> float:
-            if stuck:
-                return 1.0
-            return float((gap[done_ch] > limit).mean()) if done_ch.any() else 0.0
-
-        if stuck:
-            ch_mean = 1.0
-        else:
-            ch_mean = float(gap[done_ch].mean()) if done_ch.any() else 0.0
-        unscaled = None
-        if unscaled_tail_gap is not None and unscaled_tail_gap != tail_gap:
-            unscaled = tail_share(unscaled_tail_gap)
-        return cls(
-            mean_gap=float(gap[completed].mean()) if completed.any() else 1.0,
-            charging_mean_gap=ch_mean,
-            charging_tail_share=tail_share(tail_gap),
-            completed_ratio=float(completed.mean()) if n else 1.0,
-            unscaled_tail_share=unscaled,
-        )
-
-    def unscaled(self) -> GapStats:
-        """These statistics as the rule before ``ue_tolerance_scale`` sees them.
-
-        Example:
-            >>> GapStats(0.004, 0.005, 0.10, 1.0, unscaled_tail_share=0.01).unscaled()
-            GapStats(mean_gap=0.004, charging_mean_gap=0.005, charging_tail_share=0.01, \
-completed_ratio=1.0, unscaled_tail_share=None)
-        """
-        if self.unscaled_tail_share is None:
-            return self
-        return dataclasses.replace(
-            self, charging_tail_share=self.unscaled_tail_share, unscaled_tail_share=None
-        )
-
-    def excess(self, tol: Mapping[str, float]) -> float:
-        """The largest ratio of a stop-rule criterion to its tolerance (≤ 1 when all hold).
-
-        The completed criterion counts as the uncompleted share over the allowed one.
-        A zero tolerance makes any positive value infinitely far.
-
-        Example:
-            >>> tol = {"mean_gap": 0.01, "charging_mean_gap": 0.01,
-            ...        "charging_tail_share": 0.02, "min_completed_ratio": 0.95}
-            >>> GapStats(0.005, 0.02, 0.01, 1.0).excess(tol)
-            2.0
-        """
-        pairs = (
-            (self.mean_gap, tol["mean_gap"]),
-            (self.charging_mean_gap, tol["charging_mean_gap"]),
-            (self.charging_tail_share, tol["charging_tail_share"]),
-            (1.0 - self.completed_ratio, 1.0 - tol["min_completed_ratio"]),
-        )
-        return max(
-            value / limit if limit > 0 else (0.0 if value <= 0 else float("inf"))
-            for value, limit in pairs
-        )
-
-    def meets(self, tol: Mapping[str, float]) -> bool:
-        """Whether this iteration satisfies the stop rule (``settings.stop_tolerances``)."""
-        return (
-            self.mean_gap <= tol["mean_gap"]
-            and self.charging_mean_gap <= tol["charging_mean_gap"]
-            and self.charging_tail_share <= tol["charging_tail_share"]
-            and self.completed_ratio >= tol["min_completed_ratio"]
-        )
-
-
-def gap_summary(gap: np.ndarray) -> dict[str, float]:
-    """Mean, p95, max and shares above 1 / 5 / 10 % of a set of relative gaps.
-
-    Example:
-        >>> gap_summary(np.array([0.0, 0.02, 0.2]))["share_above_5pct"]
-        0.3333333333333333
-    """
-    if len(gap) == 0:
-        nan = float("nan")
-        return {
-            "count": 0,
-            "mean": nan,
-            "p95": nan,
-            "max": nan,
-            "share_above_1pct": nan,
-            "share_above_5pct": nan,
-            "share_above_10pct": nan,
-        }
-    return {
-        "count": int(len(gap)),
-        "mean": float(gap.mean()),
-        "p95": float(np.percentile(gap, 95)),
-        "max": float(gap.max()),
-        "share_above_1pct": float((gap > 0.01).mean()),
-        "share_above_5pct": float((gap > 0.05).mean()),
-        "share_above_10pct": float((gap > 0.10).mean()),
-    }
-
-
 @dataclass(eq=False)
 class UETrace:
     """Every iteration of one UE loop, as :meth:`EVCSRewardEvaluator.trace` recorded it.
 
-    The switching never reads the stall stop or the cap, so one long trace (a high
-    ``ue_max_iterations``, ``ue_stall_patience=0``) tells where any such rule would have
-    stopped the same loop, and with which revenues (:meth:`stop`):
-    ``benchmarks/bench_stall_stop.py`` chooses the stall patience that way.
+    The switching never reads the stationary stop or the cap, so one long trace (a high
+    ``ue_max_iterations``, ``ue_payoff_precision=0``) tells where any such rule would
+    have stopped the same loop, and what it would have answered (:meth:`stop`,
+    :meth:`payoff`): ``benchmarks/bench_long_run.py`` checks evaluations against the
+    long run that way.
 
     Attributes:
         stats: the stop rule's :class:`GapStats` at every iteration.
         flows: (n_iterations, n_agents, n_periods) vehicles that started charging in
-            each period, at every iteration; the last is the evaluation's result.
+            each period, at every iteration.
         revenues: (n_iterations, n_agents) Σ price × flow × energy at every iteration.
+        prices: (n_agents, n_periods) the prices evaluated.
         stop_reason: why the traced loop ended (as ``ue_stats["stop_reason"]``).
     """
 
     stats: list[GapStats]
     flows: np.ndarray
     revenues: np.ndarray
+    prices: np.ndarray
     stop_reason: str
 
     @property
@@ -272,23 +166,29 @@ class UETrace:
         """``(iterations, stop_reason)`` of this loop under ``settings``' stop rule.
 
         Exact when ``settings`` differ from the traced scenario's only in what the
-        switching never reads: ``ue_stall_patience``, ``ue_stall_min_excess``,
-        ``ue_stall_min_improvement``, ``ue_max_iterations`` and
-        ``ue_convergence_stable_rounds`` (not the tolerances: they steer the switching).
-        That evaluation's revenues are ``revenues[iterations - 1]``.
+        switching never reads: ``ue_max_iterations``, ``ue_convergence_stable_rounds``
+        and the stationary stop's ``ue_payoff_*`` settings (not the tolerances: they
+        steer the switching).
 
         Raises:
             ValueError: the trace ends before that rule would stop the loop.
         """
-        rule = _StopRule(settings)
+        rule = StopRule(settings)
         for it, stats in enumerate(self.stats):
-            reason = rule.update(it, stats)
+            reason = rule.update(it, stats, self.revenues[it])
             if reason is not None:
                 return it + 1, reason
         raise ValueError(
             f"the trace ends after {self.iterations} iterations ({self.stop_reason}) "
             f"before this stop rule stops it (ue_max_iterations={settings.ue_max_iterations})"
         )
+
+    def payoff(self, settings: ScenarioSettings) -> tuple[int, str, Payoff]:
+        """``(iterations, stop_reason, payoff)`` of this loop under ``settings``' stop rule:
+        what :meth:`EVCSRewardEvaluator.evaluate` with those settings returns, bit for
+        bit (:meth:`stop` says when that is exact)."""
+        n, reason = self.stop(settings)
+        return n, reason, settle_payoff(self.flows[:n], self.prices, settings, reason)
 
 
 @dataclass
@@ -297,8 +197,10 @@ class _UEOutcome:
     route_slot: np.ndarray
     iterations: int
     stop_reason: str
-    """``"converged"``, ``"stalled"`` or ``"max_iterations"``."""
+    """``"converged"``, ``"stationary"`` or ``"max_iterations"``."""
     history: list[GapStats]
+    flows: np.ndarray
+    """(iterations, n_agents, n_periods) flows of every iteration."""
     final_gap: np.ndarray
     switch_history: list[int]
     time_discrepancy: float
@@ -376,7 +278,8 @@ class EVCSRewardEvaluator:
         p = self.check_prices(prices)
         seed = _check_seed(s.default_seed if seed is None else seed)
         ue = self._solve(p, seed)
-        flows_mat = self._period_flows(ue.sim)
+        pay = settle_payoff(ue.flows, p, s, ue.stop_reason)
+        flows_mat = pay.flows
         margin = p - s.energy_cost_per_kwh
         revenue = _earnings(p, flows_mat, s.charging_demand_per_vehicle)
         reward = _earnings(margin, flows_mat, s.charging_demand_per_vehicle)
@@ -385,8 +288,16 @@ class EVCSRewardEvaluator:
         sim_counts = nd.simulated_vehicles()
         travel = ue.sim.arrival_time - nd.veh_departure
         last = ue.history[-1]
+        agents = nd.agent_names
         stats = {
             "stop_reason": ue.stop_reason,
+            "payoff": pay.kind,
+            "window": list(pay.window),
+            "revenue_se": {a: float(pay.revenue_se[i]) for i, a in enumerate(agents)},
+            "reward_se": {a: float(pay.reward_se[i]) for i, a in enumerate(agents)},
+            "autocorrelation_time": (
+                None if np.isnan(pay.autocorrelation_time) else pay.autocorrelation_time
+            ),
             "relative_gap": last.mean_gap,
             "completed_ratio": last.completed_ratio,
             "charging_relative_gap": last.charging_mean_gap,
@@ -399,6 +310,7 @@ class EVCSRewardEvaluator:
             "charging_tail_history": [h.charging_tail_share for h in ue.history],
             "completed_history": [h.completed_ratio for h in ue.history],
             "switch_history": list(ue.switch_history),
+            "revenue_history": _earnings(p, ue.flows, s.charging_demand_per_vehicle).tolist(),
             "simulated_charging_vehicles": sim_counts["charging"],
             "simulated_non_charging_vehicles": sim_counts["non_charging"],
             "charging_vehicles_completed": int((completed & charging).sum()) * s.deltan,
@@ -406,7 +318,6 @@ class EVCSRewardEvaluator:
             "travel_time_model_error": ue.time_discrepancy,
             "mean_travel_time": float(np.nanmean(travel)) if completed.any() else float("nan"),
         }
-        agents = nd.agent_names
         return EvalResult(
             rewards={a: float(reward[i]) for i, a in enumerate(agents)},
             flows={a: flows_mat[i].copy() for i, a in enumerate(agents)},
@@ -458,20 +369,14 @@ class EVCSRewardEvaluator:
             >>> tr.stop(hasty)  # where a cap of 5 would have stopped this loop
             (5, 'max_iterations')
         """
-        nd = self.network
-        s = nd.settings
+        s = self.network.settings
         p = self.check_prices(prices)
-        flows: list[np.ndarray] = []
-        ue = self._solve(
-            p,
-            _check_seed(s.default_seed if seed is None else seed),
-            on_iteration=lambda sim, stats: flows.append(self._period_flows(sim)),
-        )
-        flow = np.stack(flows)
+        ue = self._solve(p, _check_seed(s.default_seed if seed is None else seed))
         return UETrace(
             stats=list(ue.history),
-            flows=flow,
-            revenues=_earnings(p, flow, s.charging_demand_per_vehicle),
+            flows=ue.flows,
+            revenues=_earnings(p, ue.flows, s.charging_demand_per_vehicle),
+            prices=p,
             stop_reason=ue.stop_reason,
         )
 
@@ -519,16 +424,12 @@ class EVCSRewardEvaluator:
         slot[move] = best[move]
         return slot
 
-    def _solve(
-        self,
-        prices: np.ndarray,
-        seed: int,
-        on_iteration: Callable[[SimulationOutput, GapStats], None] | None = None,
-    ) -> _UEOutcome:
-        """The UE loop; ``on_iteration(sim, stats)`` sees every iteration's simulation."""
+    def _solve(self, prices: np.ndarray, seed: int) -> _UEOutcome:
+        """The UE loop: simulate, cost, stop or switch, until :class:`StopRule` says stop."""
         nd = self.network
         s = nd.settings
         tol = s.stop_tolerances
+        energy = s.charging_demand_per_vehicle
         rng, engine_seed = ue_streams(seed)
         slot = self._start(prices)
         routes = self._coster.routes
@@ -536,8 +437,9 @@ class EVCSRewardEvaluator:
         n_veh = len(slot)
         rows = np.arange(n_veh)
         history: list[GapStats] = []
+        flows: list[np.ndarray] = []
         switches: list[int] = []
-        stop = _StopRule(s)
+        stop = StopRule(s)
         stop_reason = None
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
@@ -550,15 +452,12 @@ class EVCSRewardEvaluator:
             pc = self._coster.compute(sim.traveltime, prices, sim.network_entry)
             completed = ~np.isnan(sim.arrival_time)
             gap = relative_gap(pc.cost, slot, np.argmin(pc.cost, axis=1))
-            stats = GapStats.of(
-                gap, completed, charging, tol["charging_tail_gap"], s.ue_charging_tail_gap
-            )
+            stats = GapStats.of(gap, completed, charging, tol["charging_tail_gap"])
             history.append(stats)
+            flows.append(self._period_flows(sim))
             t_cost += time.perf_counter() - t2
             t_sim += t2 - t1
-            if on_iteration is not None:
-                on_iteration(sim, stats)
-            stop_reason = stop.update(it, stats)
+            stop_reason = stop.update(it, stats, _earnings(prices, flows[-1], energy))
             if stop_reason is not None:
                 switches.append(0)
                 break
@@ -572,6 +471,7 @@ class EVCSRewardEvaluator:
             iterations=len(history),
             stop_reason=stop_reason,
             history=history,
+            flows=np.stack(flows),
             final_gap=gap,
             switch_history=switches,
             time_discrepancy=_model_error(sim, pc, slot, nd.veh_departure),
@@ -579,74 +479,6 @@ class EVCSRewardEvaluator:
             t_exec=self._builder.exec_seconds - exec0,
             t_costs=t_cost,
         )
-
-
-class _StopRule:
-    """When a UE loop ends: the stop rule, the stall stop and the cap of ``settings``.
-
-    Call :meth:`update` once per iteration, in order; it returns ``"converged"``,
-    ``"stalled"``, ``"max_iterations"`` or ``None`` (go on). Nothing here feeds back into
-    the switching, so the same rule replays a recorded loop exactly (:meth:`UETrace.stop`).
-    """
-
-    def __init__(self, settings: ScenarioSettings) -> None:
-        s = settings
-        self.tol = s.stop_tolerances
-        self.stable_rounds = s.ue_convergence_stable_rounds
-        self.max_iterations = s.ue_max_iterations
-        self.stall = (
-            _StallWatch(s.ue_stall_patience, s.ue_stall_min_excess, s.ue_stall_min_improvement)
-            if s.ue_stall_patience
-            else None
-        )
-        # the stall stop judges the loop against the rule before ue_tolerance_scale: a
-        # tighter rule then never gives up sooner than the scenario's own would
-        self.stall_tol = dataclasses.replace(s, ue_tolerance_scale=1.0).stop_tolerances
-        self.stable = 0
-
-    def update(self, iteration: int, stats: GapStats) -> str | None:
-        self.stable = self.stable + 1 if stats.meets(self.tol) else 0
-        if self.stable >= self.stable_rounds:
-            return "converged"
-        if self.stall is not None and self.stall.stalled(
-            iteration, stats.unscaled().excess(self.stall_tol)
-        ):
-            return "stalled"
-        if iteration == self.max_iterations - 1:
-            return "max_iterations"
-        return None
-
-
-class _StallWatch:
-    """Tells when a UE loop has stalled far from its stop rule (``ue_stall_patience``).
-
-    Stalled: for ``patience`` (≥ 1) iterations every excess (:meth:`GapStats.excess`) was
-    above ``min_excess`` and the best excess did not drop by ``min_improvement``.
-
-    Example:
-        >>> watch = _StallWatch(patience=2, min_excess=2.0, min_improvement=0.1)
-        >>> [watch.stalled(i, e) for i, e in enumerate([5.0, 4.0, 3.9, 3.8])]
-        [False, False, False, True]
-        >>> watch = _StallWatch(patience=2, min_excess=2.0, min_improvement=0.1)
-        >>> [watch.stalled(i, e) for i, e in enumerate([1.5, 3.0, 1.8, 3.0, 3.0])]  # 1.8 is near
-        [False, False, False, False, True]
-    """
-
-    def __init__(self, patience: int, min_excess: float, min_improvement: float) -> None:
-        self.patience = patience
-        self.min_excess = min_excess
-        self.min_improvement = min_improvement
-        self.best = float("inf")
-        self.last_progress = 0
-        self.last_near = -1
-
-    def stalled(self, iteration: int, excess: float) -> bool:
-        if excess < self.best * (1.0 - self.min_improvement):
-            self.best = excess
-            self.last_progress = iteration
-        if excess <= self.min_excess:
-            self.last_near = iteration
-        return iteration - max(self.last_progress, self.last_near) >= self.patience
 
 
 def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
@@ -662,12 +494,6 @@ def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
     """
     rng = np.random.default_rng(np.random.SeedSequence([_SEED_DOMAIN, seed]))
     return rng, int(rng.integers(0, 2**31 - 1))
-
-
-def _earnings(per_kwh: np.ndarray, flows: np.ndarray, energy: float) -> np.ndarray:
-    """Σ over periods of ``per_kwh`` × flow × energy, per station (and per iteration of a
-    trace): the revenue with prices, the reward with margins (price − energy cost)."""
-    return (per_kwh * flows * energy).sum(axis=-1)
 
 
 def _model_error(sim: SimulationOutput, pc, slot: np.ndarray, departure: np.ndarray) -> float:
@@ -693,7 +519,8 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
     The reference profile is uniform: ``settings.warm_start_price``, or each station's
     bound midpoint. The UE is solved once from free-flow routes with
     ``settings.default_seed``, with every stop-rule tolerance scaled by
-    ``settings.warm_start_gap_ratio`` (``ue_max_iterations`` still caps it). The final
+    ``settings.warm_start_gap_ratio``, capped at ``settings.warm_start_max_iterations``
+    and without the stationary stop (its assignment is the start, not a payoff). The final
     iteration's link travel times are kept as ``reference_traveltime`` for the
     price-aware start. It depends on the scenario alone, so every process computes the
     same bits.
@@ -708,7 +535,10 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
         ref = {a: np.full(network.n_periods, s.warm_start_price) for a in network.agent_names}
     # solved tighter than the stop rule of evaluations (``warm_start_gap_ratio``)
     tight = dataclasses.replace(
-        s, ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale, ue_stall_patience=0
+        s,
+        ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale,
+        ue_payoff_precision=0.0,
+        ue_max_iterations=s.warm_start_max_iterations,
     )
     free_flow = dataclasses.replace(
         network, settings=tight, reference_traveltime=None, reference_network_entry=None

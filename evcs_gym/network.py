@@ -156,6 +156,12 @@ class NetworkData(FieldwiseEquality):
         return self.group_routes[self.veh_group, 0]
 
     @property
+    def settings_hash(self) -> str:
+        """Short hash of the effective settings (:attr:`ScenarioSettings.digest
+        <evcs_gym.settings.ScenarioSettings.digest>`): which game a result was measured on."""
+        return self.settings.digest
+
+    @property
     def n_agents(self) -> int:
         return len(self.agent_names)
 

@@ -8,6 +8,8 @@ Keyword overrides given to :func:`evcs_gym.load_scenario` go through the same ch
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -77,49 +79,49 @@ class ScenarioSettings:
     """Multiplies every stop-rule tolerance at once: ``ue_convergence_threshold``,
     ``ue_charging_gap_threshold``, ``ue_charging_tail_gap``, ``ue_charging_tail_share``
     and the allowed share of uncompleted trips ``1 - ue_min_completed_ratio``. 0.5 halves
-    them all (the convergence study's tighter rule); it never loosens the
-    switching rule's own parameters, nor moves what the stall stop counts as near the
-    rule (``ue_stall_min_excess``)."""
+    them all; it never loosens the switching rule's own parameters."""
     ue_convergence_stable_rounds: int = 3
     """UE stop rule: consecutive iterations the gap and completion criteria must hold."""
     ue_max_iterations: int = 100
     """UE iteration cap (then ``converged=False``)."""
-    ue_stall_patience: int = 0
-    """Stop an evaluation whose UE has stalled far from the stop rule, before the cap.
-    It is *stalled* when for this many iterations in a row (a) every iteration missed
-    the rule by more than ``ue_stall_min_excess`` (:meth:`GapStats.excess
-    <evcs_gym.evaluator.GapStats.excess>`, the largest ratio of a criterion to its
-    tolerance) and (b) the best excess so far has not dropped by
-    ``ue_stall_min_improvement``. The loop then ends with ``converged=False`` and
-    ``ue_stats["stop_reason"] == "stalled"``. A loop that comes near the rule is never
-    cut, so an evaluation that hovers at the rule before it converges runs on as
-    without it. 0 (the default here) disables it: such evaluations run to
-    ``ue_max_iterations``. The bundled road scenarios (Sioux Falls,
-    Berlin-Friedrichshain, Anaheim) set 20, ``tiny`` keeps 0. The warm start never
-    stalls (it runs to its own cap)."""
-    ue_stall_min_excess: float = 2.0
-    """``ue_stall_patience``: an iteration within this factor of every tolerance is near
-    the rule and resets the patience (≥ 1). The stall stop judges a loop against the
-    rule *before* ``ue_tolerance_scale`` (its tolerances, and the tail share counted at
-    the unscaled ``ue_charging_tail_gap``): tightening the rule (0.5 halves it) does not
-    move what counts as near or as progress, so a tighter rule never stalls sooner than
-    the scenario's own."""
-    ue_stall_min_improvement: float = 0.02
-    """``ue_stall_patience``: relative drop of the best excess that counts as progress."""
+    ue_payoff_precision: float = 0.03
+    """Stationary stop: a loop that has not met its stop rule ends once every station's
+    revenue is known to this relative standard error (``ue_stats["revenue_se"]``), and
+    the evaluation returns the mean over the loop's stationary window
+    (:mod:`evcs_gym.stopping`). A station's size is its revenue, or
+    ``ue_payoff_floor`` times the mean revenue per station where that is larger. 0 turns
+    the stationary stop off: such loops run to ``ue_max_iterations`` and return the
+    stationary mean of the whole run."""
+    ue_payoff_min_iterations: int = 30
+    """Stationary stop: no loop far from its stop rule ends on it before this many
+    iterations. At uniform-random prices the start leaves a transient of 15–30
+    iterations on Sioux Falls (a station 10 % off its level for 20 iterations) that a
+    shorter run cannot tell from the orbit."""
+    ue_payoff_min_iterations_near: int = 20
+    """Stationary stop: the minimum for a loop *near* its rule (``ue_payoff_near_excess``),
+    whose transient is short."""
+    ue_payoff_near_excess: float = 2.0
+    """Stationary stop: a loop is near its rule when the median over its stationary
+    window of each iteration's excess (the largest ratio of a stop-rule criterion to
+    its tolerance) is at most this. On Sioux Falls near-equilibrium, spike and
+    training-like profiles sit at 0.6–2.3, uniform-random ones at 3–15."""
+    ue_payoff_min_window: int = 10
+    """Stationary stop: the stationary window (after the MSER truncation) must hold at
+    least this many iterations."""
+    ue_payoff_floor: float = 0.25
+    """Stationary stop: a station is judged on ``max(revenue, floor × mean revenue per
+    station)``, so a station with few customers does not hold the loop to a relative
+    precision its few platoons can never give."""
     ue_min_completed_ratio: float = 0.95
     """UE stop rule: minimum share of trips completed."""
-    ue_switch_rule: str = "targeted"
-    """Switching rule of the UE loop: ``"targeted"`` (default), ``"smoothed"`` (the
-    previous default; use it with ``ue_switch_sensitivity=1``) or ``"legacy"``
-    (see :mod:`evcs_gym.switching`)."""
     ue_switch_memory: float = 0.5
-    """Targeted/smoothed rules: weight of the past in the smoothed route costs
+    """Switching: weight of the past in the smoothed route costs
     ``c̄ ← (1 − memory)·c + memory·c̄`` (0 = latest costs only)."""
     ue_switch_sensitivity: float = 3.0
-    """Targeted/smoothed rules: a platoon with smoothed relative gap g (that is eligible)
+    """Switching: a platoon with smoothed relative gap g (that is eligible)
     switches with probability ``min(1, sensitivity * g) / (1 + decay * n)``."""
     ue_switch_decay: float = 0.0
-    """Targeted/smoothed rules: step-size decay per iteration n."""
+    """Switching: step-size decay per iteration n."""
     ue_switch_budget: float = 0.01
     """Targeted rule: share of platoons eligible to switch per iteration — those with the
     largest smoothed gaps (in (0, 1]; 0.01 ≈ 75 of Sioux Falls' ~7,500 platoons)."""
@@ -145,10 +147,6 @@ class ScenarioSettings:
     ue_switch_budget_min: int = 50
     """Targeted rule: at least this many platoons are eligible per iteration (small
     scenarios: 50 of the tiny scenario's 450 platoons)."""
-    ue_switch_gamma: float = 5.0
-    """Legacy rule (earlier tool): switch probability ``min(1, gamma * g) / (1 + alpha * n)``."""
-    ue_switch_alpha: float = 0.08
-    """Legacy rule: step-size decay ``alpha``."""
     ue_uncompleted_switch_prob: float = 0.3
     """Probability that a vehicle which did not complete its trip moves to its cheapest route."""
     flow_scale_factor: float = 100.0
@@ -174,6 +172,9 @@ class ScenarioSettings:
     """Uniform reference price whose equilibrium, computed once when the scenario loads,
     is every evaluation's starting assignment. ``None``: the middle of the common
     price bounds. Set ``warm_start=False`` in :func:`load_scenario` for a free-flow start."""
+    warm_start_max_iterations: int = 100
+    """Iteration cap of the warm start's own UE solve (it never stops on the stationary
+    stop: its final assignment is the start of every evaluation)."""
     warm_start_gap_ratio: float = 0.5
     """The warm start is solved to a mean relative gap of this times
     ``ue_convergence_threshold`` (same stop rule otherwise). A start tighter than the stop
@@ -203,6 +204,26 @@ class ScenarioSettings:
             "charging_tail_share": k * self.ue_charging_tail_share,
             "min_completed_ratio": max(0.0, 1.0 - k * (1.0 - self.ue_min_completed_ratio)),
         }
+
+    @property
+    def digest(self) -> str:
+        """A short hash (12 hex digits) of every setting: the game these settings define.
+
+        Results files, env infos and run records carry it next to the package version,
+        so that a figure names the game it was measured on; any change of a setting
+        changes it.
+
+        Example:
+            >>> a = ScenarioSettings(charging_nodes={"A": (0.5, 2.0)})
+            >>> a.digest == ScenarioSettings(charging_nodes={"A": (0.5, 2.0)}).digest
+            True
+            >>> a.digest == dataclasses.replace(a, ue_payoff_precision=0.02).digest
+            False
+        """
+        from evcs_gym.utils import to_jsonable
+
+        text = json.dumps(to_jsonable(dataclasses.asdict(self)), sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
     def period_length(self) -> float:
@@ -242,6 +263,10 @@ class ScenarioSettings:
             "ue_convergence_threshold",
             "ue_convergence_stable_rounds",
             "ue_max_iterations",
+            "ue_payoff_min_iterations",
+            "ue_payoff_min_iterations_near",
+            "ue_payoff_near_excess",
+            "warm_start_max_iterations",
             "ue_switch_budget_min",
             "ue_charging_gap_threshold",
             "ue_charging_tail_gap",
@@ -256,13 +281,10 @@ class ScenarioSettings:
         non_negative = [
             "demand_multiplier",
             "time_value_coefficient",
-            "ue_switch_gamma",
-            "ue_switch_alpha",
             "ue_switch_sensitivity",
             "ue_switch_charging_sensitivity",
             "ue_switch_decay",
             "energy_cost_per_kwh",
-            "ue_stall_patience",
             "station_taste_scale",
             "station_taste_seed",
         ]
@@ -270,19 +292,13 @@ class ScenarioSettings:
             value = getattr(self, name)
             if not value >= 0:
                 raise ScenarioError(f"{source}: `{name}` must be >= 0, got {value!r}")
-        if self.ue_switch_rule not in ("targeted", "smoothed", "legacy"):
+        for name in ["ue_payoff_precision", "ue_payoff_floor"]:
+            value = getattr(self, name)
+            if not 0 <= value < 1:
+                raise ScenarioError(f"{source}: `{name}` must be in [0, 1), got {value!r}")
+        if self.ue_payoff_min_window < 2:
             raise ScenarioError(
-                f"{source}: `ue_switch_rule` must be 'targeted', 'smoothed' or 'legacy', "
-                f"got {self.ue_switch_rule!r}"
-            )
-        if not self.ue_stall_min_excess >= 1:
-            raise ScenarioError(
-                f"{source}: `ue_stall_min_excess` must be >= 1, got {self.ue_stall_min_excess!r}"
-            )
-        if not 0 <= self.ue_stall_min_improvement < 1:
-            raise ScenarioError(
-                f"{source}: `ue_stall_min_improvement` must be in [0, 1), "
-                f"got {self.ue_stall_min_improvement!r}"
+                f"{source}: `ue_payoff_min_window` must be >= 2, got {self.ue_payoff_min_window!r}"
             )
         for name in ["ue_switch_budget", "ue_switch_charging_budget", "warm_start_gap_ratio"]:
             value = getattr(self, name)
@@ -329,7 +345,10 @@ _INT_KEYS = {
     "routes_per_od",
     "ue_convergence_stable_rounds",
     "ue_max_iterations",
-    "ue_stall_patience",
+    "ue_payoff_min_iterations",
+    "ue_payoff_min_iterations_near",
+    "ue_payoff_min_window",
+    "warm_start_max_iterations",
     "ue_switch_budget_min",
     "default_seed",
     "station_taste_seed",
@@ -347,15 +366,14 @@ _FLOAT_KEYS = {
     "ue_charging_tail_gap",
     "ue_charging_tail_share",
     "ue_tolerance_scale",
-    "ue_stall_min_improvement",
-    "ue_stall_min_excess",
+    "ue_payoff_precision",
+    "ue_payoff_near_excess",
+    "ue_payoff_floor",
     "ue_switch_charging_budget",
     "ue_switch_charging_sensitivity",
     "ue_switch_charging_memory",
     "ue_switch_charging_max_prob",
     "ue_min_completed_ratio",
-    "ue_switch_gamma",
-    "ue_switch_alpha",
     "ue_uncompleted_switch_prob",
     "ue_switch_memory",
     "warm_start_gap_ratio",
@@ -385,7 +403,7 @@ def _convert(name: str, value: Any, source: str) -> Any:
         if not isinstance(value, (bool, np.bool_)):
             raise ScenarioError(f"{where} must be true or false, got {value!r}")
         return bool(value)
-    if name in ("network_name", "ue_switch_rule"):
+    if name == "network_name":
         if not isinstance(value, str):
             raise ScenarioError(f"{where} must be a string, got {value!r}")
         return value

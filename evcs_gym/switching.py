@@ -1,41 +1,37 @@
-"""Switching rules of the UE loop: which platoons move to which route between iterations.
+"""The switching rule of the UE loop: which platoons move to which route between iterations.
 
-A rule sees the route costs of every (platoon, route) pair from the latest simulation
+The rule sees the route costs of every (platoon, route) pair from the latest simulation
 and returns the next route slot of every platoon. It never touches the stop rule.
+:class:`TargetedSwitching`, per iteration n:
 
-* :class:`TargetedSwitching` (default, ``ue_switch_rule="targeted"``). Per iteration n:
+1. *Smoothed costs.* ``c̄ ← (1 − m)·c + m·c̄`` over all (platoon, route) pairs, with
+   memory ``m = ue_switch_memory`` (``ue_switch_charging_memory`` for charging platoons;
+   ``c̄ = c`` at the first iteration). A completed platoon's smoothed gap is
+   ``ḡ = (c̄_own − min c̄)/c̄_own``; its target is its smoothed-cheapest route.
+2. *Budget.* Charging and non-charging platoons are ranked apart. Of the non-charging
+   ones only the ``max(ceil(ue_switch_budget · n), ue_switch_budget_min)`` completed
+   platoons with the largest ``ḡ`` (and ``ḡ`` ≥ a tenth of the threshold) are
+   eligible, of the charging ones the ``max(ceil(ue_switch_charging_budget · n_ch),
+   ue_switch_budget_min)`` largest; ties by platoon index. The charging platoons are a
+   tenth of the population but their choices are the revenues: a budget of their own
+   keeps them from queueing behind thousands of non-charging movers.
+3. *Gap-proportional step.* An eligible platoon moves to its target with probability
+   ``min(cap, sensitivity · ḡ) / (1 + ue_switch_decay · n)`` (charging platoons:
+   ``ue_switch_charging_sensitivity``, cap ``ue_switch_charging_max_prob``; the others
+   ``ue_switch_sensitivity``, cap 1).
 
-  1. *Smoothed costs.* ``c̄ ← (1 − m)·c + m·c̄`` over all (platoon, route) pairs, with
-     memory ``m = ue_switch_memory`` (``c̄ = c`` at the first iteration). A completed
-     platoon's smoothed gap is ``ḡ = (c̄_own − min c̄)/c̄_own``; its target is its
-     smoothed-cheapest route.
-  2. *Budget.* Charging and non-charging platoons are ranked apart. Of the
-     non-charging ones only the ``max(ceil(ue_switch_budget · n), ue_switch_budget_min)``
-     completed platoons with the largest ``ḡ`` (and ``ḡ`` ≥ a tenth of the threshold)
-     are eligible, of the charging ones the ``max(ceil(ue_switch_charging_budget · n_ch),
-     ue_switch_budget_min)`` largest; ties by platoon index. The charging platoons are
-     a tenth of the population but their choices are the revenues: a budget of their
-     own keeps them from queueing behind thousands of non-charging movers.
-  3. *Gap-proportional step.* An eligible platoon moves to its target with probability
-     ``min(1, ue_switch_sensitivity · ḡ) / (1 + ue_switch_decay · n)``.
+A platoon that did not finish its trip moves to its cheapest route (latest costs) with
+probability ``ue_uncompleted_switch_prob``.
 
-  Why: the simulated network reacts chaotically to route changes — a few dozen moved
-  platoons shift queues enough to change the gaps of hundreds of others by several
-  per cent — so the mean gap stalls at a noise level set by how many platoons move
-  (with a plain gap rule on uneven prices, 1–2 % for tens of iterations). Moving only
-  the worst, persistently mis-routed platoons (smoothing) in small batches (budget)
-  lowers that level fast. The rule never looks at the stop criteria: the stop rule's
-  consecutive rounds are confirmed under continued switching, never by freezing.
-* :class:`SmoothedSwitching` (``"smoothed"``, the previous default) — steps 1
-  and 3 only: every completed platoon with ``ḡ`` ≥ a tenth of the threshold moves with
-  probability ``min(1, ue_switch_sensitivity · ḡ) / (1 + ue_switch_decay · n)``
-  (it was used with sensitivity 1).
-* :class:`LegacySwitching` (``"legacy"``) — the earlier tool's rule on the latest costs,
-  ``P = min(1, ue_switch_gamma · g) / (1 + ue_switch_alpha · n)``.
-
-In all rules a platoon that did not finish its trip moves to its cheapest route (latest
-costs) with probability ``ue_uncompleted_switch_prob``. All randomness comes from the generator
-passed in; the rules are vectorised numpy (≈ 1 ms for 7,500 platoons × 10 routes).
+Why: the simulated network reacts chaotically to route changes — a few dozen moved
+platoons shift queues enough to change the gaps of hundreds of others by several per
+cent — so the mean gap stalls at a noise level set by how many platoons move (with a
+plain gap rule on uneven prices, 1–2 % for tens of iterations). Moving only the worst,
+persistently mis-routed platoons (smoothing) in small batches (budget) lowers that level
+fast. The rule never looks at the stop criteria: the stop rule's consecutive rounds are
+confirmed under continued switching, never by freezing. All randomness comes from the
+generator passed in; the rule is vectorised numpy (≈ 1 ms for 7,500 platoons × 10
+routes).
 """
 
 from __future__ import annotations
@@ -47,13 +43,7 @@ import numpy as np
 from evcs_gym.costs import relative_gap
 from evcs_gym.settings import ScenarioSettings
 
-__all__ = [
-    "LegacySwitching",
-    "SmoothedSwitching",
-    "SwitchInput",
-    "TargetedSwitching",
-    "make_switching_rule",
-]
+__all__ = ["SwitchInput", "TargetedSwitching", "make_switching_rule"]
 
 
 @dataclass
@@ -78,65 +68,30 @@ def _blend(new: np.ndarray, old: np.ndarray, memory: float) -> np.ndarray:
     return np.where(np.isfinite(new), mixed, new)
 
 
-class _Rule:
+class TargetedSwitching:
+    """Smoothed costs, the worst platoons first, a budget of movers per iteration.
+
+    Example:
+        >>> rule = TargetedSwitching(ScenarioSettings(ue_switch_budget_min=1))
+        >>> cost = np.array([[10.0, 5.0], [10.0, 9.99]])  # gaps of 50 % and 0.1 %
+        >>> inp = SwitchInput(0, cost, np.zeros(2, dtype=int), np.ones(2, dtype=bool))
+        >>> rule(inp, np.random.default_rng(0)).tolist()  # the worst moves
+        [1, 0]
+    """
+
     def __init__(self, settings: ScenarioSettings) -> None:
         self.settings = settings
         self.floor = 0.1 * settings.ue_convergence_threshold
-
-    def reset(self) -> None:
-        """Forget state; called at the start of every evaluation."""
-
-    def _decide(
-        self,
-        inp: SwitchInput,
-        cost: np.ndarray,
-        sensitivity: float,
-        decay: float,
-        rng: np.random.Generator,
-    ) -> np.ndarray:
-        best_slot = np.argmin(cost, axis=1)
-        gap = relative_gap(cost, inp.slot, best_slot)
-        prob = np.minimum(1.0, sensitivity * gap) / (1.0 + decay * inp.iteration)
-        prob[gap < self.floor] = 0.0
-        stuck = ~inp.completed
-        prob[stuck] = self.settings.ue_uncompleted_switch_prob
-        target = np.where(stuck, np.argmin(inp.cost, axis=1), best_slot)
-        move = (rng.random(len(prob)) < prob) & (target != inp.slot)
-        return np.where(move, target, inp.slot)
-
-
-class SmoothedSwitching(_Rule):
-    """Gap-proportional switching of every platoon on exponentially smoothed route costs."""
-
-    def __init__(self, settings: ScenarioSettings) -> None:
-        super().__init__(settings)
         self._smooth: np.ndarray | None = None
 
-    def reset(self) -> None:
-        self._smooth = None
-
-    def _smoothed(self, cost: np.ndarray, memory: float | np.ndarray | None = None) -> np.ndarray:
-        """Fold the latest costs into the smoothed ones and return them.
-
-        ``memory``: a scalar or an (n_platoons, 1) column (per-platoon memory);
-        default ``settings.ue_switch_memory``.
-        """
-        if memory is None:
-            memory = self.settings.ue_switch_memory
+    def _smoothed(self, cost: np.ndarray, memory: np.ndarray) -> np.ndarray:
+        """Fold the latest costs into the smoothed ones (``memory``: an (n_platoons, 1)
+        column) and return them."""
         if self._smooth is None:
             self._smooth = cost.copy()
         else:
             self._smooth = _blend(cost, self._smooth, memory)
         return self._smooth
-
-    def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
-        s = self.settings
-        smooth = self._smoothed(inp.cost)
-        return self._decide(inp, smooth, s.ue_switch_sensitivity, s.ue_switch_decay, rng)
-
-
-class TargetedSwitching(SmoothedSwitching):
-    """The default: smoothed costs, the worst platoons first, a budget of movers per iteration."""
 
     def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
         s = self.settings
@@ -169,19 +124,6 @@ class TargetedSwitching(SmoothedSwitching):
         return np.where(move, target, inp.slot)
 
 
-class LegacySwitching(_Rule):
-    """The earlier tool's rule: ``min(1, gamma * gap) / (1 + alpha * n)`` on the latest costs."""
-
-    def __call__(self, inp: SwitchInput, rng: np.random.Generator) -> np.ndarray:
-        s = self.settings
-        return self._decide(inp, inp.cost, s.ue_switch_gamma, s.ue_switch_alpha, rng)
-
-
-_RULES = {"targeted": TargetedSwitching, "smoothed": SmoothedSwitching, "legacy": LegacySwitching}
-SWITCHING_RULES = tuple(_RULES)
-"""Names accepted by ``ue_switch_rule``."""
-
-
-def make_switching_rule(settings: ScenarioSettings) -> _Rule:
-    """The rule named by ``settings.ue_switch_rule``."""
-    return _RULES[settings.ue_switch_rule](settings)
+def make_switching_rule(settings: ScenarioSettings) -> TargetedSwitching:
+    """A fresh switching rule (its smoothed costs empty) for one UE loop."""
+    return TargetedSwitching(settings)

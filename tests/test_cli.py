@@ -97,7 +97,7 @@ def test_evaluate_prints_json_with_rewards(capsys):
 
 def test_set_overrides_a_setting_of_the_evaluated_scenario(capsys):
     args = ["evaluate", "--scenario", "tiny", "--price", "1.0", "--json"]
-    assert main([*args, "--set", "ue_max_iterations=2", "--set", "ue_stall_patience=1"]) == 0
+    assert main([*args, "--set", "ue_max_iterations=2", "--set", "ue_payoff_precision=0.05"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ue_iterations"] <= 2 and out["ue_stats"]["stop_reason"] != "converged"
 
@@ -105,7 +105,7 @@ def test_set_overrides_a_setting_of_the_evaluated_scenario(capsys):
 @pytest.mark.parametrize(
     ("pair", "message"),
     [
-        ("ue_stall_patience=-1", "ue_stall_patience"),
+        ("ue_payoff_precision=-1", "ue_payoff_precision"),
         ("bogus=1", "bogus"),
         ("noequals", "KEY=VALUE"),
     ],

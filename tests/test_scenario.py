@@ -45,15 +45,13 @@ def _bundled_settings(name: str) -> dict:
     return json.loads((folder / f"{folder.name}_settings.json").read_text())
 
 
-@pytest.mark.parametrize(
-    ("name", "patience"),
-    [("siouxfalls", 20), ("berlin_friedrichshain", 20), ("anaheim", 20), ("tiny", 0)],
-)
-def test_bundled_stall_stop(name, patience):
-    """The road scenarios stop a stalled UE loop after 20 iterations; ``tiny``, on which
-    the stall stop saves little, runs to its cap (``ue_stall_patience`` 0)."""
+@pytest.mark.parametrize("name", ["siouxfalls", "berlin_friedrichshain", "anaheim", "tiny"])
+def test_bundled_scenarios_use_the_default_stationary_stop(name):
+    """No bundled scenario sets a key its UE ignores, and each takes the stationary
+    stop's defaults (revenue SE within 3 %, after 20 iterations)."""
     raw = _bundled_settings(name)
-    assert raw.get("ue_stall_patience", 0) == patience
+    assert not any(k.startswith("ue_payoff_") for k in raw)
+    assert evcs_gym.load_scenario(name, warm_start=False).settings.ue_payoff_precision == 0.03
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,8 @@ def test_values_equal_the_raw_infos(tiny, kind):
         assert n["revenue"] == r["revenue"] > 0 or n["revenue"] == r["revenue"] == 0
         assert n["reward_raw"] == r["reward_raw"]
         assert n["converged"] == float(r["converged"])
-        assert n["stalled"] == float(r["ue_stats"]["stop_reason"] == "stalled") == 0.0
+        assert n["stationary_mean"] == float(r["ue_stats"]["payoff"] == "stationary_mean")
+        assert n["revenue_se"] == r["revenue_se"] == r["ue_stats"]["revenue_se"][a]
         assert n["ue_iterations"] == r["ue_iterations"] >= 1
         assert n["action_clipped"] == 0.0
         assert n["relative_gap"] == r["ue_stats"]["relative_gap"]
@@ -79,19 +80,24 @@ def test_values_equal_the_raw_infos(tiny, kind):
     assert num["A"]["revenue"] + num["B"]["revenue"] > 0
 
 
-def test_stalled_is_one_when_the_ue_stalled(tiny):
-    stalling = evcs_gym.load_scenario(  # a rule out of reach, no progress counts: stalls at once
-        "tiny",
-        ue_convergence_threshold=1e-9,
-        ue_stall_patience=1,
-        ue_stall_min_improvement=0.99,
+def test_stationary_mean_is_one_when_the_rule_was_out_of_reach(tiny):
+    orbiting = evcs_gym.load_scenario(  # a rule out of reach: the stationary stop ends it
+        "tiny", ue_convergence_threshold=1e-9, ue_payoff_min_iterations=5
     )
-    env = NumericInfo(evcs_gym.parallel_env(scenario=stalling), keys=["converged", "stalled"])
+    keys = ["converged", "stationary_mean", "revenue_se"]
+    raw_env = evcs_gym.parallel_env(scenario=orbiting)
+    env = NumericInfo(evcs_gym.parallel_env(scenario=orbiting), keys=keys)
+    raw_env.reset(seed=0)
     env.reset(seed=0)
-    raw = evcs_gym.EVCSRewardEvaluator(stalling).evaluate(PRICES, seed=0)
+    raw = raw_env.step(PRICES)[4]["A"]
     infos = env.step(PRICES)[4]
-    assert raw.ue_stats["stop_reason"] == "stalled"
-    assert infos["A"] == {"converged": 0.0, "stalled": 1.0}
+    assert raw["ue_stats"]["stop_reason"] == "stationary"
+    assert infos["A"] == {
+        "converged": 0.0,
+        "stationary_mean": 1.0,
+        "revenue_se": raw["ue_stats"]["revenue_se"]["A"],
+    }
+    assert infos["A"]["revenue_se"] == raw["revenue_se"]
 
 
 def test_clipped_action_is_one(tiny):

@@ -15,7 +15,8 @@ a fixed-shape float array. :class:`NumericInfo` gives them exactly that:
 | `flows`               | (P,)  | vehicles that started charging in each period             |
 | `action_clipped`      | ()    | 1.0 if the action was clipped into the bounds             |
 | `converged`           | ()    | 1.0 if the UE met its stop rule                           |
-| `stalled`             | ()    | 1.0 if the UE stopped because it stalled (``stop_reason``)|
+| `revenue_se`          | ()    | standard error of the revenue (``ue_stats["revenue_se"]``)|
+| `stationary_mean`     | ()    | 1.0 if the payoff is the UE's stationary mean (no rule)   |
 | `ue_iterations`       | ()    | UE iterations of the evaluation                           |
 | `relative_gap`        | ()    | final mean relative gap of all completed platoons         |
 | `charging_gap`        | ()    | final mean relative gap of the charging platoons          |
@@ -69,7 +70,8 @@ NUMERIC_INFO_KEYS: tuple[str, ...] = (
     "flows",
     "action_clipped",
     "converged",
-    "stalled",
+    "stationary_mean",
+    "revenue_se",
     "ue_iterations",
     *_UE_STATS,
     "round",
@@ -174,8 +176,10 @@ class NumericInfo(BaseParallelWrapper):
         values: dict[str, Any] = {k: info[k] for k in ("prices", "flows", *_TOP_LEVEL)}
         for key, stat in _UE_STATS.items():
             values[key] = stats.get(stat, math.nan)
-        reason = stats.get("stop_reason")
-        values["stalled"] = math.nan if reason is None else float(reason == "stalled")
+        payoff = stats.get("payoff")
+        stationary = math.nan if payoff is None else float(payoff != "final_iteration")
+        values["stationary_mean"] = stationary
+        values["revenue_se"] = info.get("revenue_se", math.nan)
         values["round"] = info.get("round", self._round)
         out: dict[str, Any] = {}
         for k in self.info_keys:

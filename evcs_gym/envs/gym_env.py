@@ -101,7 +101,10 @@ class EVCSPricingEnv(SingleAgentView, RuntimeEzPickle):
 
     ## Version History
 
-    * v0: initial version (evcs-gym 0.1.0).
+    * v0: initial version (evcs-gym 0.1.0). The game behind the id changed with the
+      package, not the id (``infos[agent]["game"]`` names the version and settings):
+      0.2.0 pays the UE's stationary mean where its stop rule is out of reach, with a
+      ``revenue_se`` in the infos (see the changelog).
     """
 
     metadata = EVCSPricingParallelEnv.metadata

@@ -42,6 +42,7 @@ from gymnasium import spaces
 from gymnasium.utils import EzPickle, seeding
 from pettingzoo import ParallelEnv
 
+from evcs_gym._version import __version__
 from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
 from evcs_gym.scenario import load_scenario
@@ -182,10 +183,14 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
     ``truncations`` all False) and ``agents`` becomes empty.
 
     ``infos[agent]`` after a step: ``prices`` (the evaluated, possibly clipped prices),
-    ``flows`` (vehicles that started charging in each period), ``revenue``,
-    ``reward_raw``, ``action_clipped``, ``eval_seed``, ``ue_iterations``, ``converged``
-    and ``ue_stats`` (``EvalResult.ue_stats``: relative gap, completed ratio,
-    per-iteration histories…, plus ``converged``).
+    ``flows`` (vehicles that started charging in each period), ``revenue`` and its
+    standard error ``revenue_se`` (the UE's stationary mean where its stop rule was out
+    of reach, see :mod:`evcs_gym.stopping`), ``reward_raw``, ``action_clipped``,
+    ``eval_seed``, ``ue_iterations``, ``converged``, ``ue_stats``
+    (``EvalResult.ue_stats``: stop reason, payoff window, relative gap, completed ratio,
+    per-iteration histories…, plus ``converged``) and ``game`` (``version``: the
+    evcs-gym version, ``settings_hash``: :attr:`NetworkData.settings_hash`, which
+    together name the game the step was played in).
 
     ## Arguments
 
@@ -208,7 +213,10 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
 
     ## Version History
 
-    * v0: initial version (evcs-gym 0.1.0).
+    * v0: initial version (evcs-gym 0.1.0). The game behind the id changed with the
+      package, not the id (``infos[agent]["game"]`` names the version and settings):
+      0.2.0 pays the UE's stationary mean where its stop rule is out of reach, with a
+      ``revenue_se`` in the infos (see the changelog).
     """
 
     metadata = {
@@ -497,12 +505,14 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
             "prices": pending.prices[agent].copy(),
             "flows": np.asarray(result.flows[agent], dtype=np.float64).copy(),
             "revenue": float(result.revenues[agent]),
+            "revenue_se": float(result.ue_stats.get("revenue_se", {}).get(agent, float("nan"))),
             "reward_raw": float(result.rewards[agent]),
             "action_clipped": pending.clipped[agent],
             "eval_seed": int(result.seed),
             "ue_iterations": int(result.ue_iterations),
             "converged": bool(result.converged),
             "ue_stats": stats,
+            "game": {"version": __version__, "settings_hash": self.network.settings_hash},
         }
 
     def __str__(self) -> str:

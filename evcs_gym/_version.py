@@ -1,0 +1,3 @@
+"""The package version, read by pyproject.toml (``[tool.setuptools.dynamic]``) too."""
+
+__version__ = "0.2.0"
