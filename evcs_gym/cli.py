@@ -252,6 +252,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
+    import evcs_gym
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.exploitability import exploitability
     from evcs_gym.wrappers import make_vector_env
@@ -277,6 +278,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
         certificates = []  # the verifier's results, for their printed summary
 
+        verify_budget = args.verify_budget
+        if verify_budget is None:  # the current prices, each period at each bound, the
+            verify_budget = 2 + 2 * nd.n_periods + args.verify_grid  # levels, the combined move
+
         def verifier(prices):
             certificates.append(
                 exploitability(
@@ -284,7 +289,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
                     prices,
                     seed=args.seed,
                     seeds=args.verify_seeds,
-                    budget=args.verify_budget,
+                    search_seeds=min(args.verify_search_seeds, args.verify_seeds),
+                    budget=verify_budget,
+                    grid=args.verify_grid,
+                    period_moves=0,
                 )
             )
             return certificates[-1].to_dict()
@@ -298,7 +306,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
                 seed=args.seed,
                 progress=not args.quiet,
             ),
-            verifier=verifier if args.verify_budget > 0 else None,
+            verifier=verifier if verify_budget > 0 else None,
         )
         summary = trainer.train()
         final = trainer.evaluate_pure(1)
@@ -306,6 +314,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
         summary["final_revenue"] = final.mean_reward
         summary["scenario"] = nd.name
+        summary["game"] = {"version": evcs_gym.__version__, "settings_hash": nd.settings_hash}
         print("\nfinal pure prices and revenue (evaluation rollout):")
         for a in nd.agent_names:
             print(
@@ -313,8 +322,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
                 + " ".join(f"{v:.3f}" for v in pure[a])
                 + f"   revenue {final.mean_reward[a]:.1f}"
             )
-        if args.verify_budget > 0:
-            print(f"verifying in the simulator ({args.verify_budget} evaluations per station)...")
+        if verify_budget > 0:
+            print(
+                f"verifying in the simulator (<= {verify_budget} price vectors per station: "
+                f"each period alone at each bound and {args.verify_grid} uniform levels, on "
+                f"the mean of {min(args.verify_search_seeds, args.verify_seeds)} seeds)..."
+            )
             cert = trainer.verify(pure)
             summary["verified_exploitability"] = cert
             print(certificates[-1].summary())
@@ -472,14 +485,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--verify-budget",
         type=int,
-        default=16,
-        help="simulator evaluations per station for the final verification (0: skip)",
+        default=None,
+        help="price vectors tried per station by the final verification (0: skip; None: "
+        "the current prices, every period alone at each bound, the uniform levels and "
+        "the combined move, 2 + 2 x periods + --verify-grid)",
+    )
+    p.add_argument(
+        "--verify-grid", type=int, default=7, help="uniform price levels the verification tries"
     )
     p.add_argument(
         "--verify-seeds",
         type=int,
         default=4,
         help="seeds the verified gains are averaged over (standard errors)",
+    )
+    p.add_argument(
+        "--verify-search-seeds",
+        type=int,
+        default=2,
+        help="seeds each candidate of the verification's search is evaluated on (the "
+        "search maximises their mean revenue; at most --verify-seeds)",
     )
     p.add_argument("--seed", type=int, default=0, help="training and verification seed")
     p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")

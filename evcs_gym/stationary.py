@@ -60,7 +60,7 @@ def mser_truncation(series: np.ndarray, max_fraction: float = 0.5) -> int:
     ``Σ_k Σ_{t ≥ d} (x_tk − x̄_k(d))² / (n − d)²`` — the sum over columns of the squared
     standard error of the mean of rows ``d..n−1`` (without autocorrelation) — on
     columns scaled to their mean magnitude, and returns the ``d`` that minimises it (the
-    smallest on ties).
+    smallest on ties, rounding-level differences counting as ties).
 
     Args:
         series: ``(n, k)`` values, one row per iteration.
@@ -83,8 +83,9 @@ def mser_truncation(series: np.ndarray, max_fraction: float = 0.5) -> int:
     m = count[::-1]
     ssq = (s2 - s1 * s1 / m).sum(axis=1)
     stat = ssq / (m[:, 0] ** 2)
-    last = min(int(max_fraction * n), n - 2)
-    return int(np.argmin(stat[: last + 1]))
+    stat = stat[: min(int(max_fraction * n), n - 2) + 1]
+    # the first minimum, with rounding-level differences (constant columns) as ties
+    return int(np.flatnonzero(stat <= stat.min() * (1 + 1e-9) + 1e-15)[0])
 
 
 def ar1_standard_error(window: np.ndarray) -> tuple[np.ndarray, float]:
@@ -118,7 +119,7 @@ def ar1_standard_error(window: np.ndarray) -> tuple[np.ndarray, float]:
     centred = _relative(w)
     centred = centred - centred.mean(axis=0)
     power = (centred * centred).sum(axis=0)
-    moving = power > 0
+    moving = power > 1e-20 * m  # a constant column, to rounding, does not move
     if moving.any():
         lag1 = (centred[1:, moving] * centred[:-1, moving]).sum(axis=0) / power[moving]
         rho = float(lag1.mean())

@@ -123,3 +123,27 @@ def test_bench_evaluator_applies_and_prints_setting_overrides(load_script, capsy
     summary = bench.bench("tiny", 1, station_taste_scale=2.0)
     assert "settings overridden: station_taste_scale=2.0" in capsys.readouterr().out
     assert len(summary["training-like (mid-bounds)"]["iterations"]) == 1
+
+
+def test_bench_long_run_compares_real_answers_with_the_level_on_tiny(load_script, capsys):
+    bench = load_script("benchmarks", "bench_long_run")
+    args = ["--scenario", "tiny", "--seeds", "2", "--random", "1", "--iterations", "40"]
+    out = bench.main([*args, "--level-from", "21", "--workers", "1"])
+    text = capsys.readouterr().out
+    assert "all agree:" in text and out["version"] == evcs_gym.__version__
+    assert list(out["profiles"]) == [
+        "base",
+        "deviation_A_p2",
+        "deviation_B_p2",
+        "training_0",
+        "training_1",
+        "random_0",
+    ]
+    # the replayed answer is what a real evaluation returns
+    row = out["profiles"]["random_0"]
+    ev = evcs_gym.EVCSRewardEvaluator(evcs_gym.load_scenario("tiny"))
+    real = [ev.evaluate(row["prices"], seed=s) for s in (0, 1)]
+    assert row["iterations"] == [r.ue_iterations for r in real]
+    answer = np.mean([[r.revenues[a] for a in out["agents"]] for r in real], axis=0)
+    assert np.allclose(row["answer"], answer, rtol=1e-12)
+    assert all(isinstance(a, bool) for a in row["agrees"])

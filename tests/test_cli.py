@@ -9,6 +9,7 @@ from importlib.metadata import version
 
 import pytest
 
+import evcs_gym
 from evcs_gym import cli
 from evcs_gym.cli import build_parser, main
 from evcs_gym.setting_docs import setting_names
@@ -142,6 +143,28 @@ def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_p
     summary = json.loads((out / "summary.json").read_text())
     assert summary["evaluations"] == 16
     assert 0 <= summary["verified_exploitability"]["relative_nash_conv"]
+    tiny = evcs_gym.load_scenario("tiny", warm_start=False)
+    assert summary["game"] == {"version": evcs_gym.__version__, "settings_hash": tiny.settings_hash}
+
+
+@pytest.mark.timeout(300)
+def test_train_verifies_every_period_at_each_bound_and_the_levels_by_default(tmp_path, capsys):
+    """Without ``--verify-budget`` the verification's search reaches, for every station,
+    each period alone at each bound and the uniform levels, on the mean of two seeds."""
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--budget", "8", "--workers", "1", "--rounds", "0"]
+    argv += ["--verify-grid", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    cert = json.loads((out / "summary.json").read_text())["verified_exploitability"]
+    assert cert["budget_per_station"] == 2 + 2 * 4 + 3 and cert["search_seeds"] == [0, 1]
+    assert cert["grid"] == 3 and cert["period_moves"] == 0
+    for dev in cert["deviations"].values():
+        search = dev["search"]
+        assert search["grid"] == 3  # every uniform level
+        # every period at each bound, but for the moves that are the current prices
+        assert search["period_moves"] >= 4
+    assert "search on the mean of seeds [0, 1]" in text
 
 
 @pytest.mark.timeout(300)

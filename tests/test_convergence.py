@@ -44,7 +44,7 @@ def _disagreements(study: ConvergenceStudy) -> list[str]:
 @pytest.fixture(scope="module")
 def tiny_study() -> ConvergenceStudy:
     nd = evcs_gym.load_scenario("tiny")
-    profiles = study_profiles(nd, deviations=2, training_like=1, random=1)
+    profiles = study_profiles(nd, deviations=2, training_like=2, random=3)
     return convergence_study(
         "tiny", profiles, seeds=6, conditions=[*STANDARD_CONDITIONS, "halved"], workers=2
     )
@@ -153,7 +153,10 @@ def test_study_reports_every_profile_and_condition(tiny_study):
         "deviation_A_p2",
         "deviation_B_p2",
         "training_0",
+        "training_1",
         "random_0",
+        "random_1",
+        "random_2",
     ]
     table = tiny_study.table()
     assert "all agree:" in table and "[deviation_A_p2]" in table
