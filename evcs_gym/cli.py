@@ -17,7 +17,7 @@ per-station search budgets are ``--budget-per-station``. ``--help`` shows every 
 Example:
     $ evcs-gym evaluate --scenario siouxfalls --price 1.25
     $ evcs-gym evaluate --scenario tiny --prices prices.json --json
-    $ evcs-gym convergence --scenario siouxfalls --set ue_stall_patience=0
+    $ evcs-gym convergence --scenario siouxfalls --set ue_payoff_precision=0.02
     $ evcs-gym settings --scenario tiny
 """
 
@@ -55,8 +55,8 @@ def parse_settings(pairs: Sequence[str] | None) -> dict[str, Any]:
     """``["KEY=VALUE", ...]`` as settings overrides; each value is JSON, else a string.
 
     Example:
-        >>> parse_settings(["ue_stall_patience=20", "warm_start_price=null", "ue_switch_rule=x"])
-        {'ue_stall_patience': 20, 'warm_start_price': None, 'ue_switch_rule': 'x'}
+        >>> parse_settings(["ue_max_iterations=20", "warm_start_price=null", "network_name=x"])
+        {'ue_max_iterations': 20, 'warm_start_price': None, 'network_name': 'x'}
     """
     out: dict[str, Any] = {}
     for pair in pairs or ():
@@ -78,6 +78,13 @@ def _scenario(args: argparse.Namespace):
         return evcs_gym.load_scenario(args.scenario, **parse_settings(args.set))
     except evcs_gym.ScenarioError as e:
         raise SystemExit(f"evcs-gym: {e}") from None
+
+
+def _game(nd) -> dict[str, str]:
+    """The game a result was measured on: the package version and the settings' hash."""
+    import evcs_gym
+
+    return {"version": evcs_gym.__version__, "settings_hash": nd.settings_hash}
 
 
 def _load_prices(args: argparse.Namespace, nd) -> dict[str, np.ndarray]:
@@ -150,6 +157,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         out: dict[str, Any] = res.to_dict()
         out["scenario"] = nd.name
+        out["game"] = _game(nd)
         out["load_seconds"] = load_s
         print(json.dumps(out, indent=2))
     else:
@@ -190,9 +198,10 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
             grid=args.grid,
         )
     if args.json:
-        print(json.dumps(res.to_dict(), indent=2))
+        out = {**res.to_dict(), "game": _game(nd)}
+        print(json.dumps(out, indent=2))
     else:
-        print(res.summary())
+        print(f"{nd.summary()}\n{res.summary()}")
         print(f"({time.perf_counter() - t0:.0f} s)")
     return 0
 
@@ -230,6 +239,7 @@ def _cmd_solve(args: argparse.Namespace) -> int:
         res = solver.solve(_read_price_file(args.start, "--start") if args.start else None)
     out = {
         "scenario": nd.name,
+        "game": _game(nd),
         "prices": {a: v.tolist() for a, v in res.prices.items()},
         "converged": res.converged,
         "rounds": res.rounds,
@@ -252,7 +262,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    import evcs_gym
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.exploitability import exploitability
     from evcs_gym.wrappers import make_vector_env
@@ -314,7 +323,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
         summary["final_revenue"] = final.mean_reward
         summary["scenario"] = nd.name
-        summary["game"] = {"version": evcs_gym.__version__, "settings_hash": nd.settings_hash}
+        summary["game"] = _game(nd)
         print("\nfinal pure prices and revenue (evaluation rollout):")
         for a in nd.agent_names:
             print(
@@ -396,7 +405,7 @@ def _cmd_convergence(args: argparse.Namespace) -> int:
     if args.out:
         path = Path(args.out)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(study.to_dict(), indent=2))
+        path.write_text(json.dumps({**study.to_dict(), "game": _game(nd)}, indent=2))
         print(f"written to {args.out}")
     return 0 if study.all_agree or not args.check else 1
 

@@ -354,8 +354,9 @@ class EVCSRewardEvaluator:
     def trace(self, prices: Mapping[str, Any], seed: int | None = None) -> UETrace:
         """Run the UE loop of :meth:`evaluate` and record every iteration (:class:`UETrace`).
 
-        The same computation as :meth:`evaluate`: the last iteration's flows are its
-        flows, bit for bit. For analysis of the loop and of stop rules.
+        The same computation as :meth:`evaluate`: :meth:`UETrace.payoff` under the
+        scenario's settings is its answer, bit for bit. For analysis of the loop and of
+        stop rules.
 
         Example:
             >>> import evcs_gym
@@ -363,8 +364,11 @@ class EVCSRewardEvaluator:
             >>> prices = {"A": [0.75, 2.0, 0.75, 0.75], "B": [1.0] * 4}
             >>> tr = ev.trace(prices, seed=0)
             >>> res = ev.evaluate(prices, seed=0)
-            >>> tr.iterations == res.ue_iterations, bool(tr.revenues[-1, 0] == res.revenues["A"])
+            >>> n, reason, payoff = tr.payoff(ev.network.settings)
+            >>> n == tr.iterations == res.ue_iterations, reason == res.ue_stats["stop_reason"]
             (True, True)
+            >>> bool((payoff.flows[0] == res.flows["A"]).all())
+            True
             >>> hasty = dataclasses.replace(ev.network.settings, ue_max_iterations=5)
             >>> tr.stop(hasty)  # where a cap of 5 would have stopped this loop
             (5, 'max_iterations')

@@ -211,11 +211,15 @@ class NetworkData(FieldwiseEquality):
         return {"charging": charging * n, "non_charging": (self.n_platoons - charging) * n}
 
     def summary(self) -> str:
-        """One line describing the scenario."""
+        """One line describing the scenario and the game: the package version and
+        :attr:`settings_hash` (every benchmark and command prints it, so that a result
+        names the game it was measured on)."""
+        from evcs_gym._version import __version__
+
         veh = self.simulated_vehicles()
         return (
             f"{self.name}: {self.n_nodes} nodes, {self.n_links} links "
             f"({self.n_agents} charging), {self.n_agents} stations, {self.n_periods} periods, "
             f"{veh['charging']} charging + {veh['non_charging']} other vehicles, "
-            f"{self.n_routes} routes"
+            f"{self.n_routes} routes; evcs-gym {__version__}, settings {self.settings_hash}"
         )

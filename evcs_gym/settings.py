@@ -35,7 +35,7 @@ class StationOverride:
 
 @dataclass(frozen=True)
 class ScenarioSettings:
-    """All settings of a scenario, with units. See the README's settings table."""
+    """All settings of a scenario, with units (the docs' settings reference lists them)."""
 
     network_name: str = "unnamed"
     """Human-readable scenario name."""
@@ -65,7 +65,7 @@ class ScenarioSettings:
     """UE stop rule: mean relative cost gap over all completed platoons. Sioux Falls sets
     0.008: at 0.01 an evaluation from a free-flow start could meet the rule while the
     non-charging traffic, and the charging split that follows it, was still settling
-    (README, "The all-platoon mean gap at 0.8 %")."""
+    (docs/research/stop-rule.md)."""
     ue_charging_gap_threshold: float = 0.01
     """UE stop rule: mean relative cost gap over the completed *charging* platoons (their
     station and period choices are the revenues; on Sioux Falls they are 10 % of the

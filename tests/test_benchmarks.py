@@ -147,3 +147,29 @@ def test_bench_long_run_compares_real_answers_with_the_level_on_tiny(load_script
     answer = np.mean([[r.revenues[a] for a in out["agents"]] for r in real], axis=0)
     assert np.allclose(row["answer"], answer, rtol=1e-12)
     assert all(isinstance(a, bool) for a in row["agrees"])
+
+
+SIOUXFALLS_LONG_RUN_KNOWN_MISSES = {("random_4", "10")}
+"""Measured and open (``benchmarks/results/bench_long_run_siouxfalls.txt``): at the
+uniform-random profile ``random_4`` station 10 sits about 5 % below its level for
+iterations 11-50 on every seed, a transient of some 50 iterations that an evaluation
+stopping at 30 cannot see; its answer is -4.5 % ± 0.9 % off the level of iterations
+41-100 (band 3 %). The other 39 station-profile comparisons agree."""
+
+
+@pytest.mark.slow
+@pytest.mark.siouxfalls
+def test_siouxfalls_evaluations_answer_the_long_run_level(load_script):
+    """The long-run check at 4 seeds (about 10 minutes on 2 cores): every station of
+    the convergence study's profiles and five uniform-random ones, replayed as the
+    default evaluation, lies within max(3 SE, 3 %) of the level of the same loop run to
+    100 iterations, but for the known miss."""
+    bench = load_script("benchmarks", "bench_long_run")
+    out = bench.main(["--scenario", "siouxfalls", "--seeds", "4", "--random", "5"])
+    misses = {
+        (name, agent)
+        for name, row in out["profiles"].items()
+        for agent, ok in zip(out["agents"], row["agrees"])
+        if not ok
+    }
+    assert misses <= SIOUXFALLS_LONG_RUN_KNOWN_MISSES, misses

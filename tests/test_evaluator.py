@@ -219,23 +219,28 @@ def test_siouxfalls_uniform_converges_and_charges_all_demand(siouxfalls):
 
 @pytest.mark.siouxfalls
 def test_siouxfalls_answers_the_stationary_mean_where_the_rule_is_out_of_reach(siouxfalls):
-    """Uniform-random prices over the whole bounds rarely meet the Sioux Falls stop rule;
-    the stationary stop ends such a loop once every station's mean revenue is known to
-    ``ue_payoff_precision`` (here the convergence study's ``random_0``), long before the
-    cap, and the evaluation answers that mean with its standard errors."""
+    """Uniform-random prices over the whole bounds rarely meet the Sioux Falls stop rule.
+    Such a loop answers the mean of its stationary window with standard errors: here
+    (an earlier convergence study's ``random_0``) a small earner's mean stays noisier
+    than ``ue_payoff_precision`` allows, so the loop runs to its cap of 60."""
     base = {"10": [0.53] * 8, "13": [0.5] * 8, "18": [0.75] * 8, "3": [0.5] * 8}
     prices = study_profiles(siouxfalls, base, deviations=1, training_like=1, random=1)["random_0"]
     res = evcs_gym.EVCSRewardEvaluator(siouxfalls).evaluate(prices, seed=0)
     st, s = res.ue_stats, siouxfalls.settings
-    assert st["stop_reason"] == "stationary" and not res.converged
-    assert s.ue_payoff_min_iterations <= res.ue_iterations < s.ue_max_iterations
+    assert not res.converged and st["payoff"] == "stationary_mean"
+    # here a small earner's mean stays noisier than 3 % of the market: to the cap
+    assert st["stop_reason"] == "max_iterations"
+    assert res.ue_iterations == s.ue_max_iterations
     first, last = st["window"]
-    assert last == res.ue_iterations and last - first + 1 >= s.ue_payoff_min_window
+    assert last == res.ue_iterations and first <= last // 2 + 1
     history = np.array(st["revenue_history"])[first - 1 : last]
+    precise = 0
     for i, a in enumerate(siouxfalls.agent_names):
         assert res.revenues[a] == pytest.approx(history[:, i].mean(), rel=1e-12)
         size = max(res.revenues[a], s.ue_payoff_floor * res.total_reward / 4)
-        assert 0 < st["revenue_se"][a] <= s.ue_payoff_precision * size
+        assert st["revenue_se"][a] > 0
+        precise += st["revenue_se"][a] <= s.ue_payoff_precision * size
+    assert precise < 4  # one station at least held the loop
 
 
 @pytest.mark.siouxfalls

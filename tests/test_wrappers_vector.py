@@ -119,7 +119,11 @@ def test_invalid_prices_reaching_the_pool(tiny, pool):
 def test_worker_crash_surfaces_in_step_wait():
     # a slow variant of tiny: the UE loop always runs its 400 iterations (~3 s)
     slow = evcs_gym.load_scenario(
-        "tiny", warm_start=False, ue_convergence_stable_rounds=400, ue_max_iterations=400
+        "tiny",
+        warm_start=False,
+        ue_convergence_stable_rounds=400,
+        ue_max_iterations=400,
+        ue_payoff_precision=0.0,
     )
     venv = make_vector_env(N, scenario=slow, rounds=2, n_workers=2)
     pool = venv.pool
