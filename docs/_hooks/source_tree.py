@@ -5,6 +5,11 @@ setuptools installs ``wrappers/`` and ``baselines/`` as ``evcs_gym.wrappers`` an
 without importing them and cannot follow that mapping, so this hook builds
 ``build/docs-src/evcs_gym/``: links to every entry of ``evcs_gym/`` plus ``wrappers``
 and ``baselines`` under their installed names. ``mkdocs.yml`` points mkdocstrings there.
+
+The tree is built when MkDocs imports this hook, while it reads ``mkdocs.yml``: the
+python handler keeps only search paths that exist when the mkdocstrings plugin is
+configured, before any hook's ``on_config`` (built from ``on_config``, the tree came too
+late in a fresh clone, and the first ``mkdocs build`` there failed).
 """
 
 from __future__ import annotations
@@ -37,6 +42,4 @@ def build_tree() -> Path:
     return TREE
 
 
-def on_config(config):
-    build_tree()
-    return config
+build_tree()
