@@ -216,6 +216,14 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
     versions = {}
     for c in cells:
         versions.setdefault(c["library"], c["versions"])
+    # the EVCS games the cells were measured on (version and settings hash), per task
+    games: dict[str, list[str]] = {}
+    for c in cells:
+        if c.get("game"):
+            tag = f"evcs-gym {c['game']['version']}, settings {c['game']['settings_hash']}"
+            games.setdefault(c["task"], [])
+            if tag not in games[c["task"]]:
+                games[c["task"]].append(tag)
     command = "python benchmarks/bench_marl.py " + shlex.join(args.argv)
     previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     host = machine()
@@ -228,6 +236,7 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
         ],
         "machine": host,
         "versions": versions,
+        "games": {**previous.get("games", {}), **games},
         "budgets": {n: sorted(v) for n, v in steps.items()},
         "skipped": list(skipped),
     }

@@ -160,6 +160,37 @@ def command_of(unit: str) -> str:
     return line.split("   (")[0].strip()
 
 
+GAME = re.compile(
+    r"evcs-gym (\d+\.\d+\.\d+)( as of commit [0-9a-f]+)?[^)]{0,60}?settings ([0-9a-f]{12})"
+)
+
+
+def game_of(unit: str) -> str:
+    """The game ``unit`` was measured on, as its file states it: ``version, settings hash``
+    (a grid: its ``run.json``'s ``games``, one entry per task); empty if it states none."""
+    if unit.endswith("/"):
+        run = json.loads((RESULTS / unit / "run.json").read_text())
+        tags = {tag for task_tags in run.get("games", {}).values() for tag in task_tags}
+        found = [GAME.search(t) for t in sorted(tags)]
+        return "; ".join(f"{m[1]}, {m[3]}" for m in found if m)
+    path = RESULTS / unit.replace(".{txt,json}", ".txt")
+    if path.suffix == ".json":
+        game = json.loads(path.read_text()).get("game") or {}
+        return f"{game['version']}, {game['settings_hash']}" if game else ""
+    found = GAME.search("\n".join(path.read_text(errors="replace").splitlines()[:12]))
+    return f"{found[1]}, {found[3]}" if found else ""
+
+
+def _unstated(unit: str) -> str:
+    """What the index says of a file that names no game."""
+    if unit.startswith("archive/"):
+        folder = unit.split("/")[1]
+        return f"0.1.0, superseded (`archive/{folder}/README.md`)"
+    if unit.endswith("/"):
+        return "no EVCS task"
+    return "not stated"
+
+
 def write_index() -> str:
     """Write ``INDEX.md``: one row per cited unit, where it is published, command, commit."""
     cited = citations()
@@ -170,7 +201,8 @@ def write_index() -> str:
             continue
         published = "<br>".join(f"{page} § {heading}" for page, heading in where)
         command = command_of(unit).replace("|", "\\|")
-        rows.append(f"| `{unit}` | {published} | `{command}` | `{commit_of(unit)}` |")
+        game = game_of(unit) or _unstated(unit)
+        rows.append(f"| `{unit}` | {published} | `{command}` | {game} | `{commit_of(unit)}` |")
     text = "\n".join(
         [
             "# Index of published results",
@@ -178,14 +210,15 @@ def write_index() -> str:
             "Every file in `benchmarks/results/` backs a figure published in the README or",
             "the docs (`docs/`). This index maps each file to the pages that cite it",
             "(page § section), the command that produced it (the first line of the file,",
-            "or of a benchmark grid's `run.json`) and the last commit that changed it.",
+            "or of a benchmark grid's `run.json`), the game it was measured on (the package",
+            "version and the scenario's settings hash, as the file states them) and the last",
+            "commit that changed it.",
             "Superseded runs cited by the research notes' history are under `archive/`,",
             "one folder per change of the game, each with a README.",
             "Regenerate with `python docs/_scripts/results_index.py --write`.",
-            "<!-- issue38: add the rows of new result files -->",
             "",
-            "| file | published in | command | commit |",
-            "|---|---|---|---|",
+            "| file | published in | command | game | commit |",
+            "|---|---|---|---|---|",
             *rows,
             "",
         ]

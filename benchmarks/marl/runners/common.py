@@ -134,6 +134,17 @@ def run_example(
     )
 
 
+def game_of(task: Any) -> dict[str, str] | None:
+    """The EVCS game a cell was measured on: the package version and the scenario's
+    settings hash (None for the MPE and VMAS tasks)."""
+    if task.env != "evcs":
+        return None
+    import evcs_gym
+
+    nd = evcs_gym.load_scenario(task.config["scenario"], warm_start=False)
+    return {"version": evcs_gym.__version__, "settings_hash": nd.settings_hash}
+
+
 def cell_result(
     *,
     library: str,
@@ -157,5 +168,6 @@ def cell_result(
         "wall_s": round(time.perf_counter() - started, 2),
         "settings": dict(trained.settings),
         "versions": package_versions(),
+        "game": game_of(task),
         **{k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in trained.score.items()},
     }
