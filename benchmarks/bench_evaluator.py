@@ -154,9 +154,12 @@ def bench(name: str, n: int, **overrides: object) -> dict:
     print(f"evcs-gym {evcs_gym.__version__}, settings {nd.settings_hash}")
     if overrides:
         print("settings overridden: " + ", ".join(f"{k}={v}" for k, v in overrides.items()))
+    computed = nd.timings.get("computed", nd.timings)
     print(
-        f"load {load_s:.2f} s (route sets {nd.route_seconds:.2f} s, warm start "
-        f"{nd.timings.get('warm_start', 0.0):.2f} s, {ws.get('iterations', 0)} UE iterations, "
+        f"load {load_s:.2f} s"
+        + (" (from the on-disk cache; computed in:" if nd.from_cache else " (")
+        + f" route sets {nd.route_seconds:.2f} s, warm start "
+        f"{computed.get('warm_start', 0.0):.2f} s, {ws.get('iterations', 0)} UE iterations, "
         f"converged {ws.get('converged')})"
     )
     print(

@@ -410,6 +410,24 @@ def _cmd_convergence(args: argparse.Namespace) -> int:
     return 0 if study.all_agree or not args.check else 1
 
 
+def _cmd_cache(args: argparse.Namespace) -> int:
+    from evcs_gym.cache import default_cache
+
+    cache = default_cache()
+    if args.action == "dir":
+        print(cache.folder)
+    elif args.action == "list":
+        entries = cache.entries()
+        total = sum(e.bytes for e in entries)
+        print(f"{cache.folder}: {len(entries)} entries, {total / 1e6:.1f} MB")
+        for e in entries:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(e.modified))
+            print(f"  {e.key[:12]}  {e.bytes / 1e6:8.1f} MB  {when}  {e.label}")
+    else:
+        print(f"{cache.folder}: deleted {cache.clear()} entries")
+    return 0
+
+
 def _add_seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="search seed")
     p.add_argument(
@@ -620,9 +638,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the values as JSON")
     p.set_defaults(func=_cmd_settings)
 
+    p = command("cache", "list or clear the on-disk cache of prepared scenarios")
+    p.add_argument(
+        "action",
+        choices=("list", "clear", "dir"),
+        help="list: every entry with its size and scenario; clear: delete them all; "
+        "dir: print the cache folder ($EVCS_GYM_CACHE_DIR or the platform's user cache)",
+    )
+    p.set_defaults(func=_cmd_cache)
+
     set_help = _set_help()
     for name, subparser in sub.choices.items():
-        if name != "scenarios":
+        if name not in ("scenarios", "cache"):
             subparser.add_argument("--set", action="append", metavar="KEY=VALUE", help=set_help)
     return parser
 

@@ -134,13 +134,22 @@ class NetworkData(FieldwiseEquality):
     reference_network_entry: np.ndarray | None = None
     """(n_platoons,) first-link entry times (s) in that simulation (``None``: departures)."""
     timings: dict = dataclasses.field(default_factory=dict, compare=False)
-    """Wall-clock seconds spent at load time (``routes``, ``warm_start``); not compared."""
+    """Wall-clock seconds spent at load time (``routes``, ``warm_start``), not compared.
+    Loaded from the on-disk cache: ``cache_read`` (seconds to read the entry) and
+    ``computed`` (the timings of the load that computed it)."""
 
     # ------------------------------------------------------------------ properties
     @property
     def route_seconds(self) -> float:
-        """Seconds spent computing the route sets when the scenario loaded."""
-        return float(self.timings.get("routes", 0.0))
+        """Seconds spent computing the route sets (by the load that computed them, when
+        this one read them from the cache)."""
+        timings = self.timings.get("computed", self.timings)
+        return float(timings.get("routes", 0.0))
+
+    @property
+    def from_cache(self) -> bool:
+        """Whether the route sets and warm start were read from the on-disk cache."""
+        return "cache_read" in self.timings
 
     @property
     def free_flow_route_choice(self) -> np.ndarray:

@@ -11,6 +11,8 @@ naming the file, the row or key and the value.
 from __future__ import annotations
 
 import csv
+import dataclasses
+import hashlib
 import json
 import math
 import threading
@@ -22,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from evcs_gym import cache as cache_mod
 from evcs_gym import demand as demand_mod
 from evcs_gym import routes as routes_mod
 from evcs_gym.errors import ScenarioError
@@ -78,7 +81,11 @@ _CACHE_SIZE = 8
 
 
 def load_scenario(
-    name_or_folder: str | Path = "siouxfalls", *, warm_start: bool = True, **overrides: Any
+    name_or_folder: str | Path = "siouxfalls",
+    *,
+    warm_start: bool = True,
+    cache: bool = True,
+    **overrides: Any,
 ) -> NetworkData:
     """Load a scenario by bundled name or folder path.
 
@@ -89,11 +96,18 @@ def load_scenario(
             price ``settings.warm_start_price`` and start every evaluation from it
             (fewer UE iterations per evaluation). ``False``: start from free-flow
             cheapest routes.
+        cache: read the prepared route sets and warm start from the on-disk cache
+            (:mod:`evcs_gym.cache`), computing and storing them on a miss. ``False``:
+            compute them, and neither read nor write the cache. Either way the result
+            is the same, bit for bit.
         **overrides: settings to replace, by their settings-file key
             (e.g. ``demand_multiplier=0.5``); unknown keys raise ``ScenarioError``.
 
-    Loading is cached per process: the same folder (unchanged on disk) with the same
-    arguments returns the same immutable object.
+    The files are read and validated at every load; what costs time (route sets, and
+    the warm start: 93 s of Anaheim's first load) is cached on disk, keyed by the files'
+    content, the effective settings, the package and UXsim. Within a process, the same
+    folder (unchanged on disk) with the same arguments returns the same immutable
+    object.
 
     Example:
         >>> nd = load_scenario("tiny")
@@ -108,12 +122,12 @@ def load_scenario(
         if not path.is_file():
             raise ScenarioError(f"scenario {name!r}: missing file {path}")
     stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files.values())
-    key = (stamp, warm_start, json.dumps(to_jsonable(overrides), sort_keys=True))
+    key = (stamp, warm_start, cache, json.dumps(to_jsonable(overrides), sort_keys=True))
     with _CACHE_LOCK:
         if key in _CACHE:
             _CACHE.move_to_end(key)
             return _CACHE[key]
-    nd = _load_uncached(folder, files, warm_start, overrides)
+    nd = _load_uncached(folder, files, warm_start, overrides, cache)
     with _CACHE_LOCK:
         _CACHE[key] = nd
         while len(_CACHE) > _CACHE_SIZE:
@@ -159,14 +173,21 @@ def _load_settings(path: Path, overrides: dict[str, Any]) -> ScenarioSettings:
     return ScenarioSettings.from_mapping(merged, source=f"{path.name} (+ overrides)")
 
 
-def _load_uncached(
-    folder: Path, files: dict[str, Path], warm_start: bool, overrides: dict[str, Any]
-) -> NetworkData:
-    settings = _load_settings(files["settings"], overrides)
-    delta_t = float(settings.deltan)  # reaction time 1 s: one simulation step = deltan s
+@dataclasses.dataclass
+class _Inputs:
+    """A scenario folder read and validated: what the preparation steps start from."""
 
-    # ------------------------------------------------------------------ nodes
-    path = files["nodes.csv"]
+    settings: ScenarioSettings
+    node_names: list[str]
+    node_xy: list[tuple[float, float]]
+    node_index: dict[str, int]
+    link_rows: list[tuple[str, int, int, dict[str, float]]]
+    demand: np.ndarray
+    """(n_rows, 5): orig, dest, start_t, end_t, q × ``demand_multiplier``; rows with q > 0."""
+    agents: tuple[str, ...]
+
+
+def _read_nodes(path: Path) -> tuple[list[str], list[tuple[float, float]], dict[str, int]]:
     node_names: list[str] = []
     node_xy: list[tuple[float, float]] = []
     node_index: dict[str, int] = {}
@@ -181,16 +202,19 @@ def _load_uncached(
         node_xy.append((_number(path, i, row, "x"), _number(path, i, row, "y")))
     if not node_names:
         raise ScenarioError(f"{path.name}: no nodes")
+    return node_names, node_xy, node_index
 
-    # ------------------------------------------------------------------ links
-    path = files["links.csv"]
+
+def _read_links(path: Path, node_index: dict[str, int]) -> list[tuple[str, int, int, dict]]:
     link_rows = []
-    link_names: set[str] = set()
+    seen: set[str] = set()
     for i, row in enumerate(_read_csv(path, _LINK_COLUMNS), start=2):
         name = row["name"]
-        if name in link_names:
+        if not name:
+            raise ScenarioError(f"{path.name} row {i}: empty link name")
+        if name in seen:
             raise ScenarioError(f"{path.name} row {i}: duplicate link name {name!r}")
-        link_names.add(name)
+        seen.add(name)
         for col in ("start", "end"):
             if row[col] not in node_index:
                 raise ScenarioError(
@@ -205,18 +229,12 @@ def _load_uncached(
                     f"got {values[col]}"
                 )
         link_rows.append((name, node_index[row["start"]], node_index[row["end"]], values))
+    if not link_rows:
+        raise ScenarioError(f"{path.name}: no links")
+    return link_rows
 
-    # ------------------------------------------------------------------ stations
-    agents = tuple(settings.charging_nodes)
-    for agent in agents:
-        if agent not in node_index:
-            raise ScenarioError(
-                f"{files['settings'].name}: `charging_nodes` names {agent!r}, which is not a "
-                f"node of {files['nodes.csv'].name}"
-            )
 
-    # ------------------------------------------------------------------ demand
-    path = files["demand.csv"]
+def _read_demand(path: Path, node_index: dict[str, int], multiplier: float) -> np.ndarray:
     demand_rows = []
     for i, row in enumerate(_read_csv(path, _DEMAND_COLUMNS), start=2):
         for col in ("orig", "dest"):
@@ -234,112 +252,147 @@ def _load_uncached(
         if row["orig"] == row["dest"] and q > 0:
             raise ScenarioError(f"{path.name} row {i}: orig equals dest {row['orig']!r}")
         if q > 0:
-            demand_rows.append(
-                (
-                    node_index[row["orig"]],
-                    node_index[row["dest"]],
-                    start_t,
-                    end_t,
-                    q * settings.demand_multiplier,
-                )
-            )
-    demand_arr = np.array(demand_rows, dtype=float).reshape(-1, 5)
+            orig, dest = node_index[row["orig"]], node_index[row["dest"]]
+            demand_rows.append((orig, dest, start_t, end_t, q * multiplier))
+    return np.array(demand_rows, dtype=float).reshape(-1, 5)
 
-    # ------------------------------------------------------------------ link table
-    n_road_nodes = len(node_names)
+
+def _read_inputs(files: dict[str, Path], overrides: dict[str, Any]) -> _Inputs:
+    """Read and validate the four files (settings, nodes, links, demand)."""
+    settings = _load_settings(files["settings"], overrides)
+    node_names, node_xy, node_index = _read_nodes(files["nodes.csv"])
+    link_rows = _read_links(files["links.csv"], node_index)
+    agents = tuple(settings.charging_nodes)
+    for agent in agents:
+        if agent not in node_index:
+            raise ScenarioError(
+                f"{files['settings'].name}: `charging_nodes` names {agent!r}, which is not a "
+                f"node of {files['nodes.csv'].name}"
+            )
+    demand = _read_demand(files["demand.csv"], node_index, settings.demand_multiplier)
+    return _Inputs(settings, node_names, node_xy, node_index, link_rows, demand, agents)
+
+
+@dataclasses.dataclass
+class _Network:
+    """The simulated network: road links plus one charging link per station and one
+    connector per charging destination."""
+
+    links: LinkTable
+    node_names: list[str]
+    """Road nodes, then the virtual sinks of charging trips."""
+    node_xy: list[tuple[float, float]]
+    station_link: list[int]
+    connector_of: dict[int, int]
+    """Charging destination (road node index) -> its connector link."""
+
+
+def _build_network(inp: _Inputs, files: dict[str, Path]) -> _Network:
+    settings, node_names = inp.settings, inp.node_names
+    link_names = {row[0] for row in inp.link_rows}
     charging_dests = (
-        sorted({int(d) for d in demand_arr[:, 1]}) if settings.charging_car_rate else []
+        sorted({int(d) for d in inp.demand[:, 1]}) if settings.charging_car_rate else []
     )
     all_names = list(node_names)
+    node_xy = list(inp.node_xy)
     sink_of: dict[int, int] = {}
     for d in charging_dests:
         sink = f"sink_{node_names[d]}"
-        if sink in node_index:
+        if sink in inp.node_index:
             raise ScenarioError(f"{files['nodes.csv'].name}: node name {sink!r} is reserved")
         sink_of[d] = len(all_names)
         all_names.append(sink)
         node_xy.append(node_xy[d])
-    names, start, end, length, speed, kappa, prio, lanes, kind, station = ([] for _ in range(10))
+    columns: dict[str, list] = {
+        c: []
+        for c in ("names", "start", "end", "length", "speed", "kappa", "prio", "lanes", "kind")
+    }
+    columns["station"] = []
 
-    def add(nm, s, e, ln, u, k, p, nl, kd, st):
-        for lst, v in zip(
-            (names, start, end, length, speed, kappa, prio, lanes, kind, station),
-            (nm, s, e, ln, u, k, p, nl, kd, st),
+    def add(name, start, end, length, speed, kappa, prio, lanes, kind, station):
+        for column, value in zip(
+            columns.values(), (name, start, end, length, speed, kappa, prio, lanes, kind, station)
         ):
-            lst.append(v)
+            column.append(value)
 
-    for name, s, e, v in link_rows:
+    for name, s, e, v in inp.link_rows:
         add(name, s, e, v["length"], v["u"], v["kappa"], v["merge_priority"], 1, LINK_ROAD, -1)
     station_link = []
-    for a, agent in enumerate(agents):
-        nm = f"charging_{agent}"
-        if nm in link_names:
-            raise ScenarioError(f"{files['links.csv'].name}: link name {nm!r} is reserved")
+    for a, agent in enumerate(inp.agents):
+        name = f"charging_{agent}"
+        if name in link_names:
+            raise ScenarioError(f"{files['links.csv'].name}: link name {name!r} is reserved")
         ov = settings.station_overrides.get(agent)
-        ln = (ov and ov.length) or settings.charging_link_length
-        u = (ov and ov.free_flow_speed) or settings.charging_link_free_flow_speed
-        nl = (ov and ov.number_of_lanes) or 1
-        station_link.append(len(names))
-        node = node_index[agent]
-        add(nm, node, node, ln, u, 0.2, 1.0, nl, LINK_CHARGING, a)
+        length = (ov and ov.length) or settings.charging_link_length
+        speed = (ov and ov.free_flow_speed) or settings.charging_link_free_flow_speed
+        lanes = (ov and ov.number_of_lanes) or 1
+        station_link.append(len(columns["names"]))
+        node = inp.node_index[agent]
+        add(name, node, node, length, speed, 0.2, 1.0, lanes, LINK_CHARGING, a)
     connector_of: dict[int, int] = {}
     for d, sink in sink_of.items():
-        nm = f"connector_{node_names[d]}"
-        connector_of[d] = len(names)
-        if nm in link_names:
-            raise ScenarioError(f"{files['links.csv'].name}: link name {nm!r} is reserved")
-        add(
-            nm,
-            d,
-            sink,
-            CONNECTOR_LENGTH,
-            CONNECTOR_SPEED,
-            0.2,
-            1.0,
-            CONNECTOR_LANES,
-            LINK_CONNECTOR,
-            -1,
-        )
+        name = f"connector_{node_names[d]}"
+        if name in link_names:
+            raise ScenarioError(f"{files['links.csv'].name}: link name {name!r} is reserved")
+        connector_of[d] = len(columns["names"])
+        add(name, d, sink, CONNECTOR_LENGTH, CONNECTOR_SPEED, 0.2, 1.0, CONNECTOR_LANES,
+            LINK_CONNECTOR, -1)  # fmt: skip
     links = LinkTable(
-        names=tuple(names),
-        start=np.array(start, dtype=np.int64),
-        end=np.array(end, dtype=np.int64),
-        length=np.array(length, dtype=float),
-        free_flow_speed=np.array(speed, dtype=float),
-        jam_density=np.array(kappa, dtype=float),
-        merge_priority=np.array(prio, dtype=float),
-        number_of_lanes=np.array(lanes, dtype=np.int64),
-        kind=np.array(kind, dtype=np.int64),
-        station=np.array(station, dtype=np.int64),
+        names=tuple(columns["names"]),
+        start=np.array(columns["start"], dtype=np.int64),
+        end=np.array(columns["end"], dtype=np.int64),
+        length=np.array(columns["length"], dtype=float),
+        free_flow_speed=np.array(columns["speed"], dtype=float),
+        jam_density=np.array(columns["kappa"], dtype=float),
+        merge_priority=np.array(columns["prio"], dtype=float),
+        number_of_lanes=np.array(columns["lanes"], dtype=np.int64),
+        kind=np.array(columns["kind"], dtype=np.int64),
+        station=np.array(columns["station"], dtype=np.int64),
     )
+    return _Network(links, all_names, node_xy, station_link, connector_of)
 
-    # ------------------------------------------------------------------ platoons
-    amounts = demand_arr[:, 4] * (demand_arr[:, 3] - demand_arr[:, 2])
+
+def _build_platoons(inp: _Inputs) -> tuple[np.ndarray, dict[str, float]]:
+    """Platoons of ``deltan`` vehicles, as (n, 5) rows: departure, orig, dest, charging,
+    demand row; sorted by departure, then row, charging first. Also the demanded vehicle
+    counts (not rounded)."""
+    settings, demand = inp.settings, inp.demand
+    amounts = demand[:, 4] * (demand[:, 3] - demand[:, 2])
     charging_amounts = amounts * settings.charging_car_rate
     other_amounts = amounts - charging_amounts
-    platoons = []  # (departure, orig, dest, charging, row)
+    platoons = []
     for is_charging, class_amounts in ((1, charging_amounts), (0, other_amounts)):
         counts = demand_mod.apportion(class_amounts, settings.deltan)
         for r in np.flatnonzero(counts):
-            o, d, t0, t1, _ = demand_arr[r]
-            for t in demand_mod.platoon_departures(t0, t1, int(counts[r]), delta_t):
+            o, d, t0, t1, _ = demand[r]
+            for t in demand_mod.platoon_departures(t0, t1, int(counts[r]), float(settings.deltan)):
                 platoons.append((t, int(o), int(d), is_charging, int(r)))
     platoons.sort(key=lambda p: (p[0], p[4], -p[3]))
-    veh = np.array(platoons, dtype=float).reshape(-1, 5)
+    demanded = {
+        "charging": float(charging_amounts.sum()),
+        "non_charging": float(other_amounts.sum()),
+    }
+    return np.array(platoons, dtype=float).reshape(-1, 5), demanded
 
-    # ------------------------------------------------------------------ route sets
-    t_routes = time.perf_counter()
+
+def _build_route_sets(
+    inp: _Inputs, net: _Network, platoons: np.ndarray, files: dict[str, Path]
+) -> dict[str, np.ndarray]:
+    """The route set of every (orig, dest, class) group (up to ``routes_per_od`` k
+    shortest paths at free flow; charging routes pass one station) and each platoon's
+    group: the arrays :class:`NetworkData` keeps, named as its fields."""
+    settings, links = inp.settings, net.links
     ff = links.free_flow_time
-    finder = routes_mod.RouteFinder(
-        n_road_nodes, links.start, links.end, ff, links.kind == LINK_ROAD, settings.routes_per_od
-    )
-    stations = [(node_index[a], station_link[i]) for i, a in enumerate(agents)]
     k = settings.routes_per_od
+    finder = routes_mod.RouteFinder(
+        len(inp.node_names), links.start, links.end, ff, links.kind == LINK_ROAD, k
+    )
+    stations = [(inp.node_index[a], net.station_link[i]) for i, a in enumerate(inp.agents)]
     group_of: dict[tuple[int, int, int], int] = {}
     group_routes: list[list[int]] = []
     route_link_lists: list[list[int]] = []
-    demanded_pairs = OrderedDict()
-    for r, (o, d, *_rest) in enumerate(demand_arr):
+    demanded_pairs: OrderedDict[tuple[int, int], int] = OrderedDict()
+    for r, (o, d, *_rest) in enumerate(inp.demand):
         demanded_pairs.setdefault((int(o), int(d)), r)
     classes = [0, 1] if settings.charging_car_rate > 0 else [0]
     if settings.charging_car_rate >= 1:
@@ -348,14 +401,14 @@ def _load_uncached(
         for c in classes:
             if c:
                 found = finder.charging_routes(o, d, stations)
-                found = [rt + [connector_of[d]] for rt in found]
+                found = [rt + [net.connector_of[d]] for rt in found]
             else:
                 found = finder.road_routes(o, d)
             if not found:
                 kind_txt = "charging route (via a station)" if c else "route"
                 raise ScenarioError(
                     f"{files['demand.csv'].name} row {r + 2}: no {kind_txt} from "
-                    f"{node_names[o]!r} to {node_names[d]!r}"
+                    f"{inp.node_names[o]!r} to {inp.node_names[d]!r}"
                 )
             group_of[(o, d, c)] = len(group_routes)
             ids = []
@@ -363,7 +416,6 @@ def _load_uncached(
                 ids.append(len(route_link_lists))
                 route_link_lists.append(rt)
             group_routes.append(ids)
-    route_seconds = time.perf_counter() - t_routes
 
     group_arr = np.full((len(group_routes), k), -1, dtype=np.int64)
     for g, ids in enumerate(group_routes):
@@ -380,49 +432,188 @@ def _load_uncached(
             if links.kind[li] == LINK_CHARGING:
                 charge_link[rid], charge_pos[rid] = li, pos
                 break
-
-    veh_orig = veh[:, 1].astype(np.int64)
-    veh_dest = veh[:, 2].astype(np.int64)
-    veh_charging = veh[:, 3].astype(bool)
     veh_group = np.array(
-        [group_of[(o, d, int(c))] for o, d, c in zip(veh_orig, veh_dest, veh_charging)],
-        dtype=np.int64,
+        [group_of[(int(o), int(d), int(c))] for _, o, d, c, _ in platoons], dtype=np.int64
     )
-    initial = group_arr[veh_group, 0] if len(veh_group) else np.zeros(0, dtype=np.int64)
+    return {
+        "veh_group": veh_group,
+        "group_routes": group_arr,
+        "route_offsets": offsets,
+        "route_links": flat,
+        "route_free_flow_time": route_ff,
+        "route_charging_link": charge_link,
+        "route_charge_position": charge_pos,
+    }
 
-    nd = NetworkData(
+
+def _assemble(
+    folder: Path,
+    inp: _Inputs,
+    net: _Network,
+    platoons: np.ndarray,
+    demanded: dict[str, float],
+    routes: dict[str, np.ndarray],
+) -> NetworkData:
+    """The :class:`NetworkData` of the prepared parts, starting from free-flow routes."""
+    veh_group = routes["veh_group"]
+    initial = (
+        routes["group_routes"][veh_group, 0] if len(veh_group) else np.zeros(0, dtype=np.int64)
+    )
+    return NetworkData(
         name=folder.name,
-        settings=settings,
-        node_names=tuple(all_names),
-        node_xy=np.array(node_xy, dtype=float),
-        node_is_virtual=np.arange(len(all_names)) >= n_road_nodes,
-        links=links,
-        agent_names=agents,
-        station_node=np.array([node_index[a] for a in agents], dtype=np.int64),
-        station_link=np.array(station_link, dtype=np.int64),
-        demand_rows=demand_arr,
-        demanded_vehicles={
-            "charging": float(charging_amounts.sum()),
-            "non_charging": float(other_amounts.sum()),
-        },
-        veh_orig=veh_orig,
-        veh_dest=veh_dest,
-        veh_departure=veh[:, 0].copy(),
-        veh_charging=veh_charging,
-        veh_group=veh_group,
-        group_routes=group_arr,
-        route_offsets=offsets,
-        route_links=flat,
-        route_free_flow_time=route_ff,
-        route_charging_link=charge_link,
-        route_charge_position=charge_pos,
+        settings=inp.settings,
+        node_names=tuple(net.node_names),
+        node_xy=np.array(net.node_xy, dtype=float),
+        node_is_virtual=np.arange(len(net.node_names)) >= len(inp.node_names),
+        links=net.links,
+        agent_names=inp.agents,
+        station_node=np.array([inp.node_index[a] for a in inp.agents], dtype=np.int64),
+        station_link=np.array(net.station_link, dtype=np.int64),
+        demand_rows=inp.demand,
+        demanded_vehicles=demanded,
+        veh_orig=platoons[:, 1].astype(np.int64),
+        veh_dest=platoons[:, 2].astype(np.int64),
+        veh_departure=platoons[:, 0].copy(),
+        veh_charging=platoons[:, 3].astype(bool),
         initial_route_choice=initial,
         warm_start_info={"kind": "free_flow"},
         source=str(folder),
-        timings={"routes": route_seconds},
+        **routes,
+    )
+
+
+_WARM_START_ARRAYS = ("initial_route_choice", "reference_traveltime", "reference_network_entry")
+
+
+def _prepare(nd: NetworkData, inp: _Inputs, net: _Network, platoons, files, warm_start):
+    """Route sets and, if asked, the warm start: the costly, cacheable part."""
+    t0 = time.perf_counter()
+    routes = _build_route_sets(inp, net, platoons, files)
+    nd = dataclasses.replace(nd, **routes)
+    nd = dataclasses.replace(
+        nd,
+        initial_route_choice=nd.group_routes[nd.veh_group, 0] if nd.n_platoons else nd.veh_group,
+        timings={"routes": time.perf_counter() - t0},
     )
     if warm_start and nd.n_platoons:
         from evcs_gym.evaluator import compute_warm_start
 
         nd = compute_warm_start(nd)
     return nd
+
+
+def _prepared_arrays(nd: NetworkData) -> dict[str, np.ndarray]:
+    """What the cache stores of a prepared scenario: the route-set arrays, the warm
+    start's arrays and its info (as JSON)."""
+    arrays = {name: getattr(nd, name) for name in _ROUTE_ARRAYS}
+    for name in _WARM_START_ARRAYS:
+        value = getattr(nd, name)
+        if value is not None:
+            arrays[name] = value
+    arrays["warm_start_info"] = np.array(json.dumps(to_jsonable(nd.warm_start_info)))
+    arrays["timings"] = np.array(json.dumps(nd.timings))
+    return arrays
+
+
+_ROUTE_ARRAYS = (
+    "veh_group",
+    "group_routes",
+    "route_offsets",
+    "route_links",
+    "route_free_flow_time",
+    "route_charging_link",
+    "route_charge_position",
+)
+
+
+def _from_prepared(nd: NetworkData, arrays: dict[str, np.ndarray], read_s: float) -> NetworkData:
+    """``nd`` (read, not prepared) with the cached arrays put in."""
+    fields = {name: arrays[name] for name in _ROUTE_ARRAYS}
+    for name in _WARM_START_ARRAYS:
+        if name in arrays:
+            fields[name] = arrays[name]
+    if "initial_route_choice" not in fields:
+        fields["initial_route_choice"] = (
+            fields["group_routes"][fields["veh_group"], 0] if len(fields["veh_group"]) else
+            fields["veh_group"]
+        )  # fmt: skip
+    computed = json.loads(str(arrays["timings"]))
+    return dataclasses.replace(
+        nd,
+        **fields,
+        warm_start_info=json.loads(str(arrays["warm_start_info"])),
+        timings={"cache_read": read_s, "computed": computed},
+    )
+
+
+def _code_fingerprint() -> str:
+    """SHA-256 of the package's own modules: a cache entry is only read by the code that
+    wrote it, even between releases (an editable install under development)."""
+    global _CODE_FINGERPRINT
+    if _CODE_FINGERPRINT is None:
+        h = hashlib.sha256()
+        package = Path(__file__).resolve().parent
+        for path in sorted(package.glob("*.py")):
+            h.update(path.name.encode())
+            h.update(path.read_bytes())
+        _CODE_FINGERPRINT = h.hexdigest()
+    return _CODE_FINGERPRINT
+
+
+_CODE_FINGERPRINT: str | None = None
+
+
+def preparation_key(files: dict[str, Path], settings: ScenarioSettings, warm_start: bool) -> str:
+    """The cache key of a scenario's preparation: a SHA-256 of its four files' bytes, the
+    effective settings, ``warm_start``, the package (version and code) and UXsim's
+    version, and the cache's entry format."""
+    from importlib.metadata import version
+
+    from evcs_gym._version import __version__
+
+    h = hashlib.sha256()
+    for kind in sorted(files):
+        h.update(kind.encode())
+        h.update(files[kind].read_bytes())
+    stamp = {
+        "settings": settings.digest,
+        "warm_start": bool(warm_start),
+        "evcs_gym": __version__,
+        "code": _code_fingerprint(),
+        "uxsim": version("uxsim"),
+        "format": cache_mod.FORMAT,
+    }
+    h.update(json.dumps(stamp, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def _load_uncached(
+    folder: Path,
+    files: dict[str, Path],
+    warm_start: bool,
+    overrides: dict[str, Any],
+    cache: bool,
+) -> NetworkData:
+    inp = _read_inputs(files, overrides)
+    net = _build_network(inp, files)
+    platoons, demanded = _build_platoons(inp)
+    empty = np.zeros(0, dtype=np.int64)
+    unprepared = _assemble(
+        folder, inp, net, platoons, demanded,
+        {name: empty for name in _ROUTE_ARRAYS} | {"route_free_flow_time": np.zeros(0)},
+    )  # fmt: skip
+    if not cache:
+        return _prepare(unprepared, inp, net, platoons, files, warm_start)
+    key = preparation_key(files, inp.settings, warm_start)
+    t0 = time.perf_counter()
+    store = cache_mod.default_cache()
+    computed: list[NetworkData] = []
+
+    def compute() -> dict[str, np.ndarray]:
+        computed.append(_prepare(unprepared, inp, net, platoons, files, warm_start))
+        return _prepared_arrays(computed[0])
+
+    arrays = store.get_or_compute(key, compute, label=f"{folder} warm_start={warm_start}")
+    if computed:
+        return computed[0]
+    return _from_prepared(unprepared, arrays, time.perf_counter() - t0)

@@ -26,6 +26,17 @@ def _sb3_log_folder(tmp_path_factory):
     patch.undo()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _scenario_cache(tmp_path_factory):
+    """Point the on-disk scenario cache (:mod:`evcs_gym.cache`) at a folder of this
+    session: tests neither read a developer's entries nor leave their own behind. Worker
+    processes inherit the variable."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("EVCS_GYM_CACHE_DIR", str(tmp_path_factory.mktemp("scenario_cache")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def tiny() -> evcs_gym.NetworkData:
     return evcs_gym.load_scenario("tiny")

@@ -42,6 +42,14 @@ def test_bench_vector_env_without_ceiling(load_script, capsys):
     assert "machine ceiling" not in capsys.readouterr().out
 
 
+def test_bench_load_times_cold_and_cached_loads_in_new_processes(load_script, capsys):
+    results = load_script("benchmarks", "bench_load").main(["--scenarios", "tiny", "--uncached"])
+    tiny = results["tiny"]
+    assert not tiny["cold"]["from_cache"] and tiny["cached"]["from_cache"]
+    assert tiny["same"] is True and tiny["entry_mb"] > 0
+    assert "tiny" in capsys.readouterr().out
+
+
 def test_bench_ue_reachability_on_tiny(load_script, capsys):
     bench = load_script("benchmarks/studies", "bench_ue_reachability")
     argv = ["--scenario", "tiny", "--profiles", "training_0", "random_0"]
