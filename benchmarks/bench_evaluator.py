@@ -157,8 +157,8 @@ def bench(name: str, n: int, **overrides: object) -> dict:
     computed = nd.timings.get("computed", nd.timings)
     print(
         f"load {load_s:.2f} s"
-        + (" (from the on-disk cache; computed in:" if nd.from_cache else " (")
-        + f" route sets {nd.route_seconds:.2f} s, warm start "
+        + (" (from the on-disk cache; computed in: " if nd.from_cache else " (")
+        + f"route sets {nd.route_seconds:.2f} s, warm start "
         f"{computed.get('warm_start', 0.0):.2f} s, {ws.get('iterations', 0)} UE iterations, "
         f"converged {ws.get('converged')})"
     )

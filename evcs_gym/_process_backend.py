@@ -178,6 +178,7 @@ class _ProcessBackend:
     ) -> None:
         self.n_workers = n_workers
         self.restarts = 0
+        self.retried = 0
         self._network = network
         self._clip = clip_prices
         self._ctx = _mp_context(start_method)
@@ -310,7 +311,18 @@ class _ProcessBackend:
                     continue
                 pid = running.get(t.id)
                 err: BaseException | None = None
-                if pid is not None and pid in dead and pid not in killed:
+                crashed_here = pid is not None and pid in dead and pid not in killed
+                if (
+                    crashed_here
+                    and t.crash_retries > 0
+                    and not self._closed
+                    and restart_error is None
+                ):
+                    t.crash_retries -= 1  # pure evaluation: run it again on a new worker
+                    self.retried += 1
+                    self._dispatch(t)
+                    continue
+                if crashed_here:
                     err = WorkerCrashedError(
                         f"worker process {pid} died ({_exit_reason(dead[pid])}) while "
                         f"evaluating this task (seed={t.seed}); the pool started new workers"

@@ -119,6 +119,7 @@ class RayBackend:
             )
         self.n_workers = n_workers
         self.restarts = 0
+        self.retried = 0
         self._clip = clip_prices
         self._lock = threading.RLock()
         self._pending: deque[_Task] = deque()
@@ -180,13 +181,21 @@ class RayBackend:
             crashed = isinstance(exc, ray_exceptions.RayError) and not isinstance(
                 exc, ray_exceptions.RayTaskError
             )
+            retry = crashed and task.crash_retries > 0 and not task.future.done()
             with self._lock:
                 slot.task = None
                 if crashed and not self._stopped:
                     self._replace(slot)
+                retry = retry and not self._stopped and not self._closed
+                if retry:  # pure evaluation: run it again on the new actor
+                    task.crash_retries -= 1
+                    self.retried += 1
+                    self._pending.appendleft(task)
                 if not self._stopped:
                     self._idle.append(slot)
                     self._pump()
+            if retry:
+                return
             if exc is None:
                 _settle(task.future, future.result())
             elif isinstance(exc, ray_exceptions.RayTaskError):

@@ -112,11 +112,14 @@ class _Task:
     inner: Any = None
     generation: int = -1
     resubmits: int = 0
+    crash_retries: int = 0
+    """Runs left after a crash of the worker running this task (then WorkerCrashedError)."""
 
 
 class _Backend(Protocol):
     n_workers: int
     restarts: int
+    retried: int
 
     def submit(self, task: _Task) -> None: ...
     def cancel(self, tasks: Sequence[_Task]) -> None: ...
@@ -172,6 +175,12 @@ class ParallelEvaluatorPool:
             ``"forkserver"``, or ``"spawn"`` where there is no fork server.
         ray_init_kwargs: Ray only: extra keyword arguments for ``ray.init`` when the
             pool initialises Ray (e.g. ``runtime_env``, ``object_store_memory``).
+        crash_retries: how many times an evaluation whose worker died under it (killed,
+            out of memory) is run again on a new worker before the caller gets
+            :class:`~evcs_gym.errors.WorkerCrashedError`. Evaluations are pure, so a
+            re-run answers the same bits; an evaluation that kills every worker it runs
+            on still fails after ``crash_retries + 1`` attempts. Default 0: every crash
+            reaches the caller.
 
     The constructor returns once every worker has built its evaluator.
 
@@ -190,7 +199,16 @@ class ParallelEvaluatorPool:
         clip_prices: bool = False,
         start_method: str | None = None,
         ray_init_kwargs: Mapping[str, Any] | None = None,
+        crash_retries: int = 0,
     ) -> None:
+        if (
+            isinstance(crash_retries, bool)
+            or not isinstance(crash_retries, int)
+            or crash_retries < 0
+        ):
+            raise ValueError(
+                f"`crash_retries` must be a non-negative integer, got {crash_retries!r}"
+            )
         if not isinstance(network_data, NetworkData):
             raise TypeError(
                 "`network_data` must be a NetworkData (evcs_gym.load_scenario(...)), "
@@ -208,6 +226,7 @@ class ParallelEvaluatorPool:
             raise ValueError("`start_method` applies to backend='process' only")
         self.network = network_data
         self.clip_prices = bool(clip_prices)
+        self.crash_retries = crash_retries
         self.backend = backend
         self._ids = itertools.count()
         self._closed = False
@@ -245,6 +264,12 @@ class ParallelEvaluatorPool:
     def restarts(self) -> int:
         """How many times workers were replaced after a crash or a timeout."""
         return self._backend.restarts
+
+    @property
+    def retried(self) -> int:
+        """How many evaluations were run again after their worker died
+        (``crash_retries``)."""
+        return self._backend.retried
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -431,6 +456,7 @@ class ParallelEvaluatorPool:
             seed=seed,
             future=Future(),
             index=index,
+            crash_retries=self.crash_retries,
         )
         task.future.add_done_callback(partial(self._on_outer_done, task))
         return task

@@ -29,7 +29,7 @@ from evcs_gym import demand as demand_mod
 from evcs_gym import routes as routes_mod
 from evcs_gym.errors import ScenarioError
 from evcs_gym.network import LINK_CHARGING, LINK_CONNECTOR, LINK_ROAD, LinkTable, NetworkData
-from evcs_gym.settings import ScenarioSettings
+from evcs_gym.settings import MAX_LINK_CELLS, ScenarioSettings
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["available_scenarios", "load_scenario", "scenario_folder"]
@@ -39,6 +39,8 @@ CONNECTOR_LENGTH = 100.0
 CONNECTOR_SPEED = 20.0
 """Speed (m/s) on connectors: 5 s, the same for every charging route of an OD pair."""
 CONNECTOR_LANES = 2
+MAX_PLATOONS = 2_000_000
+"""Largest demand a scenario may hold, in platoons (Anaheim has about 10,500)."""
 
 _NODE_COLUMNS = ("name", "x", "y")
 _LINK_COLUMNS = ("name", "start", "end", "length", "u", "kappa", "merge_priority")
@@ -185,6 +187,7 @@ class _Inputs:
     demand: np.ndarray
     """(n_rows, 5): orig, dest, start_t, end_t, q × ``demand_multiplier``; rows with q > 0."""
     agents: tuple[str, ...]
+    files: dict[str, Path]
 
 
 def _read_nodes(path: Path) -> tuple[list[str], list[tuple[float, float]], dict[str, int]]:
@@ -205,7 +208,9 @@ def _read_nodes(path: Path) -> tuple[list[str], list[tuple[float, float]], dict[
     return node_names, node_xy, node_index
 
 
-def _read_links(path: Path, node_index: dict[str, int]) -> list[tuple[str, int, int, dict]]:
+def _read_links(
+    path: Path, node_index: dict[str, int], deltan: float
+) -> list[tuple[str, int, int, dict]]:
     link_rows = []
     seen: set[str] = set()
     for i, row in enumerate(_read_csv(path, _LINK_COLUMNS), start=2):
@@ -228,13 +233,21 @@ def _read_links(path: Path, node_index: dict[str, int]) -> list[tuple[str, int, 
                     f"{path.name} row {i}: link {name!r} column `{col}` must be positive, "
                     f"got {values[col]}"
                 )
+        cells = values["length"] / (values["u"] * deltan)
+        if cells > MAX_LINK_CELLS:
+            raise ScenarioError(
+                f"{path.name} row {i}: link {name!r} is {cells:.3g} simulation cells long "
+                f"(length / (u × `deltan`)), more than {MAX_LINK_CELLS:,}; check `length` "
+                "and `u`"
+            )
         link_rows.append((name, node_index[row["start"]], node_index[row["end"]], values))
     if not link_rows:
         raise ScenarioError(f"{path.name}: no links")
     return link_rows
 
 
-def _read_demand(path: Path, node_index: dict[str, int], multiplier: float) -> np.ndarray:
+def _read_demand(path: Path, node_index: dict[str, int], settings: ScenarioSettings) -> np.ndarray:
+    multiplier, horizon = settings.demand_multiplier, settings.simulation_time
     demand_rows = []
     for i, row in enumerate(_read_csv(path, _DEMAND_COLUMNS), start=2):
         for col in ("orig", "dest"):
@@ -249,6 +262,11 @@ def _read_demand(path: Path, node_index: dict[str, int], multiplier: float) -> n
             raise ScenarioError(
                 f"{path.name} row {i}: need 0 <= start_t < end_t, got {start_t}, {end_t}"
             )
+        if end_t > horizon:
+            raise ScenarioError(
+                f"{path.name} row {i}: end_t={end_t} is after the simulation ends "
+                f"(`simulation_time` {horizon} s)"
+            )
         if row["orig"] == row["dest"] and q > 0:
             raise ScenarioError(f"{path.name} row {i}: orig equals dest {row['orig']!r}")
         if q > 0:
@@ -261,7 +279,7 @@ def _read_inputs(files: dict[str, Path], overrides: dict[str, Any]) -> _Inputs:
     """Read and validate the four files (settings, nodes, links, demand)."""
     settings = _load_settings(files["settings"], overrides)
     node_names, node_xy, node_index = _read_nodes(files["nodes.csv"])
-    link_rows = _read_links(files["links.csv"], node_index)
+    link_rows = _read_links(files["links.csv"], node_index, settings.deltan)
     agents = tuple(settings.charging_nodes)
     for agent in agents:
         if agent not in node_index:
@@ -269,8 +287,8 @@ def _read_inputs(files: dict[str, Path], overrides: dict[str, Any]) -> _Inputs:
                 f"{files['settings'].name}: `charging_nodes` names {agent!r}, which is not a "
                 f"node of {files['nodes.csv'].name}"
             )
-    demand = _read_demand(files["demand.csv"], node_index, settings.demand_multiplier)
-    return _Inputs(settings, node_names, node_xy, node_index, link_rows, demand, agents)
+    demand = _read_demand(files["demand.csv"], node_index, settings)
+    return _Inputs(settings, node_names, node_xy, node_index, link_rows, demand, agents, files)
 
 
 @dataclasses.dataclass
@@ -358,6 +376,14 @@ def _build_platoons(inp: _Inputs) -> tuple[np.ndarray, dict[str, float]]:
     counts (not rounded)."""
     settings, demand = inp.settings, inp.demand
     amounts = demand[:, 4] * (demand[:, 3] - demand[:, 2])
+    platoons_demanded = float(amounts.sum()) / settings.deltan
+    if not platoons_demanded <= MAX_PLATOONS:
+        raise ScenarioError(
+            f"{inp.files['demand.csv'].name}: the demand (q × duration × `demand_multiplier` "
+            f"{settings.demand_multiplier}) adds up to {platoons_demanded:.3g} platoons of "
+            f"{settings.deltan} vehicles, more than the {MAX_PLATOONS:,} this package "
+            "simulates; check the `q` column and `demand_multiplier`"
+        )
     charging_amounts = amounts * settings.charging_car_rate
     other_amounts = amounts - charging_amounts
     platoons = []

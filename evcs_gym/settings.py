@@ -331,6 +331,7 @@ class ScenarioSettings:
                 raise ScenarioError(
                     f"{source}: `charging_nodes[{node!r}]` has negative price_min {low}"
                 )
+        self._validate_size(source)
         for node in self.station_overrides:
             if node not in self.charging_nodes:
                 raise ScenarioError(
@@ -338,6 +339,47 @@ class ScenarioSettings:
                     f"`charging_nodes` {sorted(self.charging_nodes)}"
                 )
 
+    def _validate_size(self, source: str) -> None:
+        """Bounds that keep a simulation within memory and time: an absurd value fails
+        here, naming its key, rather than inside the engine."""
+        steps = self.simulation_time / self.deltan
+        limits = [
+            ("simulation_time", steps, MAX_STEPS, f"{MAX_STEPS:,} steps of `deltan` s"),
+            (
+                "charging_periods",
+                self.charging_periods,
+                steps,
+                "one period per simulation step (`simulation_time` / `deltan`)",
+            ),
+            ("routes_per_od", self.routes_per_od, MAX_ROUTES_PER_OD, f"{MAX_ROUTES_PER_OD}"),
+            ("ue_max_iterations", self.ue_max_iterations, MAX_ITERATIONS, f"{MAX_ITERATIONS:,}"),
+            (
+                "warm_start_max_iterations",
+                self.warm_start_max_iterations,
+                MAX_ITERATIONS,
+                f"{MAX_ITERATIONS:,}",
+            ),
+        ]
+        lengths = {"charging_link_length": self.charging_link_length}
+        for node, ov in self.station_overrides.items():
+            if ov.length:
+                lengths[f"station_overrides[{node!r}].length"] = ov.length
+        for key, length in lengths.items():
+            cells = length / (self.charging_link_free_flow_speed * self.deltan)
+            limits.append((key, cells, MAX_LINK_CELLS, f"{MAX_LINK_CELLS:,} cells of a link"))
+        for key, value, limit, what in limits:
+            if value > limit:
+                raise ScenarioError(
+                    f"{source}: `{key}` = {getattr(self, key, value)!r} exceeds {what}"
+                )
+
+
+MAX_STEPS = 2_000_000
+"""Most simulation steps (``simulation_time / deltan``) a scenario may take."""
+MAX_ROUTES_PER_OD = 50
+MAX_ITERATIONS = 100_000
+MAX_LINK_CELLS = 100_000
+"""Most cells (length / (free-flow speed × ``deltan``)) one link may have."""
 
 _INT_KEYS = {
     "deltan",
@@ -390,7 +432,12 @@ _FLOAT_KEYS = {
 def _convert(name: str, value: Any, source: str) -> Any:
     where = f"{source}: `{name}`"
     if name in _INT_KEYS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or value != int(value)
+        ):
             raise ScenarioError(f"{where} must be an integer, got {value!r}")
         return int(value)
     if name in _FLOAT_KEYS:
@@ -412,6 +459,8 @@ def _convert(name: str, value: Any, source: str) -> Any:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ScenarioError(f"{where} must be a number or null, got {value!r}")
+        if not math.isfinite(value):
+            raise ScenarioError(f"{where} must be finite, got {value!r}")
         return float(value)
     if name == "charging_nodes":
         if not isinstance(value, dict):

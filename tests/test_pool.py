@@ -290,6 +290,45 @@ def test_worker_killed_mid_batch(slow_pool, slow_tiny):
     assert slow_pool.evaluate_batch(batch[:3], seeds=0) == expected[:3]
 
 
+def test_crash_retries_rerun_the_killed_task_bit_for_bit(slow_tiny):
+    batch = price_vectors(slow_tiny, 6, seed=3)
+    expected = serial(slow_tiny, batch, [0] * 6)
+    killed: dict = {}
+    with ParallelEvaluatorPool(slow_tiny, n_workers=2, crash_retries=1) as pool:
+        killer = threading.Thread(target=_kill_a_busy_worker, args=(pool, killed))
+        killer.start()
+        results = pool.evaluate_batch(batch, seeds=0)
+        killer.join()
+        assert "pid" in killed
+        assert results == expected  # nothing lost: the killed task ran again
+        assert pool.retried == 1 and pool.restarts == 1
+
+
+def test_crash_retries_are_bounded(slow_tiny):
+    """A task whose workers keep dying fails after crash_retries + 1 attempts."""
+    batch = price_vectors(slow_tiny, 1, seed=4)
+    with ParallelEvaluatorPool(slow_tiny, n_workers=1, crash_retries=2) as pool:
+        future = pool.submit(batch[0], seed=0)
+        kills = 0
+        deadline = time.monotonic() + 120
+        while not future.done() and time.monotonic() < deadline:
+            running = pool._backend._running()
+            if running:
+                os.kill(next(iter(running.values())), signal.SIGKILL)
+                kills += 1
+                wait_for(lambda: not pool._backend._running() or future.done(), 30)
+            time.sleep(0.005)
+        exc = future.exception(timeout=60)
+        assert isinstance(exc, WorkerCrashedError), exc
+        assert kills == 3 and pool.retried == 2
+
+
+def test_crash_retries_argument(tiny):
+    for bad in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="crash_retries"):
+            ParallelEvaluatorPool(tiny, n_workers=1, crash_retries=bad)
+
+
 def test_idle_worker_killed_is_transparent(pool, tiny_batch):
     batch, seeds, expected = tiny_batch
     victim = pool._worker_pids()[0]
@@ -501,6 +540,35 @@ def test_ray_actor_killed_mid_batch(ray_pool, tiny_batch):
     assert ray_pool.restarts == restarts + 1
     assert killed["pid"] not in ray_pool._worker_pids()
     assert ray_pool.evaluate_batch(batch, seeds=seeds) == expected
+
+
+@pytest.mark.ray
+@ray_timeout
+def test_ray_crash_retries_lose_nothing(ray_pool, tiny_batch):
+    batch, seeds, expected = tiny_batch
+    pids = ray_pool._worker_pids()
+    retried = ray_pool.retried
+    ray_pool.crash_retries = 1  # the tasks made from now on may run twice
+    killed: dict = {}
+
+    def kill_busy() -> None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for k, slot in enumerate(ray_pool._backend._slots):
+                if slot.task is not None:
+                    killed["pid"] = pids[k]
+                    os.kill(pids[k], signal.SIGKILL)
+                    return
+            time.sleep(0.002)
+
+    killer = threading.Thread(target=kill_busy)
+    killer.start()
+    try:
+        assert ray_pool.evaluate_batch(batch * 2, seeds=seeds * 2) == expected * 2
+    finally:
+        ray_pool.crash_retries = 0
+    killer.join()
+    assert "pid" in killed and ray_pool.retried == retried + 1
 
 
 @pytest.mark.ray
