@@ -3,7 +3,8 @@
 For each scenario, with an empty cache folder of this run (``EVCS_GYM_CACHE_DIR``):
 
 * **cold**: a new process loads the scenario: it reads the files, computes the route
-  sets and the warm start, and writes the cache entry;
+  sets and the warm start, and writes the cache entry (``key+write``: the seconds of
+  hashing the files for the key and of writing the entry, the cache's whole cost);
 * **cached**: another new process loads it again and reads the entry;
 * **uncached**: with ``--uncached``, a third process loads it with ``cache=False``
   (what every load cost before the cache); the cold load's overhead is cold / uncached.
@@ -78,7 +79,8 @@ def bench(name: str, uncached: bool) -> dict:
     line = (
         f"{name:<22}{cold['load_s']:>9.2f}{t.get('routes', 0):>9.2f}{t.get('warm_start', 0):>9.2f}"
         f"{cached['load_s']:>9.2f}{cached['timings']['cache_read']:>9.3f}"
-        f"{(plain['load_s'] if plain else float('nan')):>10.2f}{entry_mb:>9.1f}"
+        f"{(plain['load_s'] if plain else float('nan')):>10.2f}"
+        f"{t.get('cache_key', 0) + t.get('cache_write', 0):>10.2f}{entry_mb:>9.1f}"
         f"{cached['import_s']:>9.2f}{str(same):>7}"
     )
     print(line, flush=True)
@@ -93,7 +95,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict]:
     print(f"evcs-gym {evcs_gym.__version__}; each load in a new process, seconds of the call")
     print(
         f"{'scenario':<22}{'cold s':>9}{'routes':>9}{'warm st.':>9}{'cached s':>9}"
-        f"{'read s':>9}{'uncached':>10}{'MB':>9}{'import':>9}{'same':>7}"
+        f"{'read s':>9}{'uncached':>10}{'key+write':>10}{'MB':>9}{'import':>9}{'same':>7}"
     )
     results = {}
     for name in args.scenarios:

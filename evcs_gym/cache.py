@@ -133,6 +133,8 @@ class PreparationCache:
 
     def __init__(self, folder: str | os.PathLike) -> None:
         self.folder = Path(folder)
+        self.last_write_seconds = 0.0
+        """Seconds the last :meth:`put` took (0 if nothing was written)."""
 
     def path(self, key: str) -> Path:
         """Where the entry of ``key`` lives."""
@@ -175,6 +177,7 @@ class PreparationCache:
         arrays = {name: np.asarray(a) for name, a in arrays.items()}
         if _META in arrays:
             raise ValueError(f"array name {_META!r} is reserved")
+        t0 = time.perf_counter()
         meta = {"key": key, "checksum": _checksum(arrays), "label": label, "format": FORMAT}
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=self.folder)
         try:
@@ -188,6 +191,7 @@ class PreparationCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+        self.last_write_seconds = time.perf_counter() - t0
         log.info("evcs-gym cache: wrote %s (%s)", path, label)
         return path
 

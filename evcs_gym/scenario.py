@@ -630,8 +630,9 @@ def _load_uncached(
     )  # fmt: skip
     if not cache:
         return _prepare(unprepared, inp, net, platoons, files, warm_start)
-    key = preparation_key(files, inp.settings, warm_start)
     t0 = time.perf_counter()
+    key = preparation_key(files, inp.settings, warm_start)
+    key_seconds = time.perf_counter() - t0
     store = cache_mod.default_cache()
     computed: list[NetworkData] = []
 
@@ -640,6 +641,8 @@ def _load_uncached(
         return _prepared_arrays(computed[0])
 
     arrays = store.get_or_compute(key, compute, label=f"{folder} warm_start={warm_start}")
-    if computed:
-        return computed[0]
+    if computed:  # this load computed the entry: what caching it cost
+        nd = computed[0]
+        nd.timings.update(cache_key=key_seconds, cache_write=store.last_write_seconds)
+        return nd
     return _from_prepared(unprepared, arrays, time.perf_counter() - t0)
