@@ -50,6 +50,16 @@ def test_bench_load_times_cold_and_cached_loads_in_new_processes(load_script, ca
     assert "tiny" in capsys.readouterr().out
 
 
+def test_bench_soak_loses_nothing_and_matches_serial_under_sigkill(load_script, capsys):
+    figures = load_script("benchmarks", "bench_soak").main(
+        ["--evaluations", "160", "--kills", "3", "--kill-every", "1.0", "--no-baseline"]
+    )
+    assert figures["evaluations"] >= 160 and figures["kills"] >= 1
+    assert figures["lost"] == 0 and figures["mismatches"] == 0
+    assert figures["checked"] == figures["evaluations"]
+    assert "bit-identical to serial" in capsys.readouterr().out
+
+
 def test_bench_ue_reachability_on_tiny(load_script, capsys):
     bench = load_script("benchmarks/studies", "bench_ue_reachability")
     argv = ["--scenario", "tiny", "--profiles", "training_0", "random_0"]
