@@ -507,6 +507,18 @@ def test_ray_errors_keep_their_type(ray_pool, tiny, tiny_batch):
     assert type(exc) is PriceError and "period 0 is not finite" in str(exc)
 
 
+def _kill_a_busy_actor(pool: ParallelEvaluatorPool, pids: list[int], out: dict) -> None:
+    """Kill (SIGKILL) the first Ray actor seen holding a task."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for k, slot in enumerate(pool._backend._slots):
+            if slot.task is not None:
+                out["pid"] = pids[k]
+                os.kill(pids[k], signal.SIGKILL)
+                return
+        time.sleep(0.002)
+
+
 @pytest.mark.ray
 @ray_timeout
 def test_ray_actor_killed_mid_batch(ray_pool, tiny_batch):
@@ -515,17 +527,7 @@ def test_ray_actor_killed_mid_batch(ray_pool, tiny_batch):
     restarts = ray_pool.restarts
     killed: dict = {}
 
-    def kill_busy() -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for k, slot in enumerate(ray_pool._backend._slots):
-                if slot.task is not None:
-                    killed["pid"] = pids[k]
-                    os.kill(pids[k], signal.SIGKILL)
-                    return
-            time.sleep(0.002)
-
-    killer = threading.Thread(target=kill_busy)
+    killer = threading.Thread(target=_kill_a_busy_actor, args=(ray_pool, pids, killed))
     killer.start()
     with pytest.raises(BatchEvaluationError) as info:
         ray_pool.evaluate_batch(batch * 2, seeds=seeds * 2)
@@ -551,17 +553,7 @@ def test_ray_crash_retries_lose_nothing(ray_pool, tiny_batch):
     ray_pool.crash_retries = 1  # the tasks made from now on may run twice
     killed: dict = {}
 
-    def kill_busy() -> None:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            for k, slot in enumerate(ray_pool._backend._slots):
-                if slot.task is not None:
-                    killed["pid"] = pids[k]
-                    os.kill(pids[k], signal.SIGKILL)
-                    return
-            time.sleep(0.002)
-
-    killer = threading.Thread(target=kill_busy)
+    killer = threading.Thread(target=_kill_a_busy_actor, args=(ray_pool, pids, killed))
     killer.start()
     try:
         assert ray_pool.evaluate_batch(batch * 2, seeds=seeds * 2) == expected * 2
