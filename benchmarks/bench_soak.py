@@ -88,8 +88,8 @@ def killer(pool: RecordingPool, kills: int, every: float, rng: random.Random, lo
                 running = list(pool._backend._running().values())
                 pids = running or pool._worker_pids()
                 busy = bool(running)
-            else:
-                pids = pool._worker_pids()
+            else:  # Ray: which actor is busy is not tracked here; any actor
+                pids, busy = pool._worker_pids(), False
             pid = rng.choice(pids)
             os.kill(pid, signal.SIGKILL)
             log.append({"t": time.monotonic(), "pid": pid, "busy": busy})
