@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -29,7 +30,7 @@ from evcs_gym import demand as demand_mod
 from evcs_gym import routes as routes_mod
 from evcs_gym.errors import ScenarioError
 from evcs_gym.network import LINK_CHARGING, LINK_CONNECTOR, LINK_ROAD, LinkTable, NetworkData
-from evcs_gym.settings import MAX_LINK_CELLS, ScenarioSettings
+from evcs_gym.settings import MAX_LINK_CELLS, ScenarioSettings, link_cells
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["available_scenarios", "load_scenario", "scenario_folder"]
@@ -233,7 +234,7 @@ def _read_links(
                     f"{path.name} row {i}: link {name!r} column `{col}` must be positive, "
                     f"got {values[col]}"
                 )
-        cells = values["length"] / (values["u"] * deltan)
+        cells = link_cells(values["length"], values["u"], deltan)
         if cells > MAX_LINK_CELLS:
             raise ScenarioError(
                 f"{path.name} row {i}: link {name!r} is {cells:.3g} simulation cells long "
@@ -305,7 +306,8 @@ class _Network:
     """Charging destination (road node index) -> its connector link."""
 
 
-def _build_network(inp: _Inputs, files: dict[str, Path]) -> _Network:
+def _build_network(inp: _Inputs) -> _Network:
+    files = inp.files
     settings, node_names = inp.settings, inp.node_names
     link_names = {row[0] for row in inp.link_rows}
     charging_dests = (
@@ -401,9 +403,7 @@ def _build_platoons(inp: _Inputs) -> tuple[np.ndarray, dict[str, float]]:
     return np.array(platoons, dtype=float).reshape(-1, 5), demanded
 
 
-def _build_route_sets(
-    inp: _Inputs, net: _Network, platoons: np.ndarray, files: dict[str, Path]
-) -> dict[str, np.ndarray]:
+def _build_route_sets(inp: _Inputs, net: _Network, platoons: np.ndarray) -> dict[str, np.ndarray]:
     """The route set of every (orig, dest, class) group (up to ``routes_per_od`` k
     shortest paths at free flow; charging routes pass one station) and each platoon's
     group: the arrays :class:`NetworkData` keeps, named as its fields."""
@@ -433,7 +433,7 @@ def _build_route_sets(
             if not found:
                 kind_txt = "charging route (via a station)" if c else "route"
                 raise ScenarioError(
-                    f"{files['demand.csv'].name} row {r + 2}: no {kind_txt} from "
+                    f"{inp.files['demand.csv'].name} row {r + 2}: no {kind_txt} from "
                     f"{inp.node_names[o]!r} to {inp.node_names[d]!r}"
                 )
             group_of[(o, d, c)] = len(group_routes)
@@ -479,8 +479,10 @@ def _assemble(
     platoons: np.ndarray,
     demanded: dict[str, float],
     routes: dict[str, np.ndarray],
+    timings: dict,
 ) -> NetworkData:
-    """The :class:`NetworkData` of the prepared parts, starting from free-flow routes."""
+    """The :class:`NetworkData` of the read parts and the route sets, starting from
+    free-flow routes (each platoon on the first route of its set)."""
     veh_group = routes["veh_group"]
     initial = (
         routes["group_routes"][veh_group, 0] if len(veh_group) else np.zeros(0, dtype=np.int64)
@@ -504,6 +506,7 @@ def _assemble(
         initial_route_choice=initial,
         warm_start_info={"kind": "free_flow"},
         source=str(folder),
+        timings=timings,
         **routes,
     )
 
@@ -511,16 +514,19 @@ def _assemble(
 _WARM_START_ARRAYS = ("initial_route_choice", "reference_traveltime", "reference_network_entry")
 
 
-def _prepare(nd: NetworkData, inp: _Inputs, net: _Network, platoons, files, warm_start):
+def _prepare(
+    folder: Path,
+    inp: _Inputs,
+    net: _Network,
+    platoons: np.ndarray,
+    demanded: dict[str, float],
+    warm_start: bool,
+) -> NetworkData:
     """Route sets and, if asked, the warm start: the costly, cacheable part."""
     t0 = time.perf_counter()
-    routes = _build_route_sets(inp, net, platoons, files)
-    nd = dataclasses.replace(nd, **routes)
-    nd = dataclasses.replace(
-        nd,
-        initial_route_choice=nd.group_routes[nd.veh_group, 0] if nd.n_platoons else nd.veh_group,
-        timings={"routes": time.perf_counter() - t0},
-    )
+    routes = _build_route_sets(inp, net, platoons)
+    timings = {"routes": time.perf_counter() - t0}
+    nd = _assemble(folder, inp, net, platoons, demanded, routes, timings)
     if warm_start and nd.n_platoons:
         from evcs_gym.evaluator import compute_warm_start
 
@@ -552,41 +558,33 @@ _ROUTE_ARRAYS = (
 )
 
 
-def _from_prepared(nd: NetworkData, arrays: dict[str, np.ndarray], read_s: float) -> NetworkData:
-    """``nd`` (read, not prepared) with the cached arrays put in."""
-    fields = {name: arrays[name] for name in _ROUTE_ARRAYS}
-    for name in _WARM_START_ARRAYS:
-        if name in arrays:
-            fields[name] = arrays[name]
-    if "initial_route_choice" not in fields:
-        fields["initial_route_choice"] = (
-            fields["group_routes"][fields["veh_group"], 0] if len(fields["veh_group"]) else
-            fields["veh_group"]
-        )  # fmt: skip
-    computed = json.loads(str(arrays["timings"]))
-    return dataclasses.replace(
-        nd,
-        **fields,
-        warm_start_info=json.loads(str(arrays["warm_start_info"])),
-        timings={"cache_read": read_s, "computed": computed},
-    )
+def _from_prepared(
+    folder: Path,
+    inp: _Inputs,
+    net: _Network,
+    platoons: np.ndarray,
+    demanded: dict[str, float],
+    arrays: dict[str, np.ndarray],
+    read_s: float,
+) -> NetworkData:
+    """The :class:`NetworkData` of the read parts and a cache entry's arrays."""
+    routes = {name: arrays[name] for name in _ROUTE_ARRAYS}
+    timings = {"cache_read": read_s, "computed": json.loads(str(arrays["timings"]))}
+    nd = _assemble(folder, inp, net, platoons, demanded, routes, timings)
+    warm = {name: arrays[name] for name in _WARM_START_ARRAYS if name in arrays}
+    info = json.loads(str(arrays["warm_start_info"]))
+    return dataclasses.replace(nd, **warm, warm_start_info=info)
 
 
+@functools.cache
 def _code_fingerprint() -> str:
     """SHA-256 of the package's own modules: a cache entry is only read by the code that
     wrote it, even between releases (an editable install under development)."""
-    global _CODE_FINGERPRINT
-    if _CODE_FINGERPRINT is None:
-        h = hashlib.sha256()
-        package = Path(__file__).resolve().parent
-        for path in sorted(package.glob("*.py")):
-            h.update(path.name.encode())
-            h.update(path.read_bytes())
-        _CODE_FINGERPRINT = h.hexdigest()
-    return _CODE_FINGERPRINT
-
-
-_CODE_FINGERPRINT: str | None = None
+    h = hashlib.sha256()
+    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+        h.update(path.name.encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
 
 
 def preparation_key(files: dict[str, Path], settings: ScenarioSettings, warm_start: bool) -> str:
@@ -621,15 +619,10 @@ def _load_uncached(
     cache: bool,
 ) -> NetworkData:
     inp = _read_inputs(files, overrides)
-    net = _build_network(inp, files)
+    net = _build_network(inp)
     platoons, demanded = _build_platoons(inp)
-    empty = np.zeros(0, dtype=np.int64)
-    unprepared = _assemble(
-        folder, inp, net, platoons, demanded,
-        {name: empty for name in _ROUTE_ARRAYS} | {"route_free_flow_time": np.zeros(0)},
-    )  # fmt: skip
     if not cache:
-        return _prepare(unprepared, inp, net, platoons, files, warm_start)
+        return _prepare(folder, inp, net, platoons, demanded, warm_start)
     t0 = time.perf_counter()
     key = preparation_key(files, inp.settings, warm_start)
     key_seconds = time.perf_counter() - t0
@@ -637,7 +630,7 @@ def _load_uncached(
     computed: list[NetworkData] = []
 
     def compute() -> dict[str, np.ndarray]:
-        computed.append(_prepare(unprepared, inp, net, platoons, files, warm_start))
+        computed.append(_prepare(folder, inp, net, platoons, demanded, warm_start))
         return _prepared_arrays(computed[0])
 
     arrays = store.get_or_compute(key, compute, label=f"{folder} warm_start={warm_start}")
@@ -645,4 +638,4 @@ def _load_uncached(
         nd = computed[0]
         nd.timings.update(cache_key=key_seconds, cache_write=store.last_write_seconds)
         return nd
-    return _from_prepared(unprepared, arrays, time.perf_counter() - t0)
+    return _from_prepared(folder, inp, net, platoons, demanded, arrays, time.perf_counter() - t0)

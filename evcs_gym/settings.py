@@ -365,7 +365,7 @@ class ScenarioSettings:
             if ov.length:
                 lengths[f"station_overrides[{node!r}].length"] = ov.length
         for key, length in lengths.items():
-            cells = length / (self.charging_link_free_flow_speed * self.deltan)
+            cells = link_cells(length, self.charging_link_free_flow_speed, self.deltan)
             limits.append((key, cells, MAX_LINK_CELLS, f"{MAX_LINK_CELLS:,} cells of a link"))
         for key, value, limit, what in limits:
             if value > limit:
@@ -380,6 +380,13 @@ MAX_ROUTES_PER_OD = 50
 MAX_ITERATIONS = 100_000
 MAX_LINK_CELLS = 100_000
 """Most cells (length / (free-flow speed × ``deltan``)) one link may have."""
+
+
+def link_cells(length: float, free_flow_speed: float, deltan: float) -> float:
+    """Cells of a link in the simulation: its length over the distance a vehicle covers
+    at free flow in one step of ``deltan`` s (a reaction time of 1 s per vehicle)."""
+    return length / (free_flow_speed * deltan)
+
 
 _INT_KEYS = {
     "deltan",
