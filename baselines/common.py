@@ -314,6 +314,10 @@ class GaussianNoise:
         z = self.rng.standard_normal((batch_size, self.action_range.size))
         return self.std * self.action_range * z
 
+    def uniform(self, low: np.ndarray, high: np.ndarray, batch_size: int) -> np.ndarray:
+        """``batch_size`` rows drawn uniformly from the box ``[low, high]`` (same stream)."""
+        return self.rng.uniform(low, high, (batch_size, np.size(low)))
+
     def decay(self) -> float:
         """Multiply the std by ``decay_rate`` (floored at ``std_min``); return the new std."""
         self.std = max(self.std * self.decay_rate, self.std_min)

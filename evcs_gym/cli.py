@@ -279,6 +279,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             seed=args.seed,
             batch_size=min(64, max(8, args.budget // 8)),
             learning_starts=min(64, max(8, args.budget // 8)),
+            random_warmup=min(128, args.budget // 4),  # the first critics see every price
             noise_std=args.noise,
             noise_decay=args.noise_decay,
             noise_min=min(config_cls.noise_min, args.noise),  # the floor never above the start

@@ -267,7 +267,7 @@ def test_store_experience_rejects_bad_input(cls, field, agent, bad, match):
 
 @pytest.mark.parametrize("cls", ALGOS)
 def test_sample_actions_batch_independent_noise_within_bounds(cls, env_obs):
-    algo = make_algo(cls, noise_std=0.02, noise_min=0.0)
+    algo = make_algo(cls, noise_std=0.02, noise_min=0.0, random_warmup=0)
     pure = algo.get_pure_actions(env_obs)
     acts = algo.sample_actions_batch(env_obs, batch_size=2000)  # one obs, 2000 noisy copies
     for a in AGENTS:
@@ -285,6 +285,23 @@ def test_sample_actions_batch_independent_noise_within_bounds(cls, env_obs):
         algo.sample_actions_batch(vec_obs, batch_size=4)
     with pytest.raises(ValueError, match=r"obs\['agent_0'\]: contains NaN"):
         algo.sample_actions_batch({"agent_0": np.full(OBS_DIM, np.nan)})
+
+
+@pytest.mark.parametrize("cls", ALGOS)
+def test_random_warmup_explores_the_whole_box_then_follows_the_policy(cls, env_obs):
+    algo = make_algo(cls, random_warmup=6, noise_std=0.01, noise_min=0.0)
+    pure = algo.get_pure_actions(env_obs)
+    wide = algo.sample_actions_batch(env_obs, batch_size=4000)["agent_0"]  # buffer empty
+    assert wide.min() < 0.01 and wide.max() > 0.99  # uniform on [0, 1], not around pure
+    np.testing.assert_allclose(wide.mean(0), 0.5, atol=0.02)
+    assert np.array_equal(algo.get_pure_actions(env_obs)["agent_0"], pure["agent_0"])
+    rollout(algo, 6, learn=False)  # the buffer now holds random_warmup rows
+    near = algo.sample_actions_batch(env_obs, batch_size=4000)["agent_0"]
+    assert np.abs(near - pure["agent_0"]).max() < 0.1  # the policy plus 1 % noise
+    same = make_algo(cls, random_warmup=6, noise_std=0.01, noise_min=0.0)
+    assert np.array_equal(same.sample_actions_batch(env_obs, batch_size=4000)["agent_0"], wide)
+    with pytest.raises(ValueError, match="random_warmup=-1"):
+        CONFIGS[cls](random_warmup=-1)
 
 
 @pytest.mark.parametrize("cls", ALGOS)

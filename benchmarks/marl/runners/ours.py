@@ -31,6 +31,7 @@ EPISODIC: dict[str, Any] = {
     "noise_decay": 1.0,
     "noise_min": 0.1,
     "updates_per_learn": 1,
+    "random_warmup": 0,  # measured before the stage-game default of 128 rows existed
 }
 """Config overrides on the episodic (non-EVCS) tasks; everything else is the default."""
 
