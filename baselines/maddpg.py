@@ -91,8 +91,9 @@ class MADDPGConfig:
     SB3's ``learning_starts``), so the first critics see the whole price range, not one
     neighbourhood. Without it a station whose price starts above its rival's sees a flat
     revenue (no customers) around its price, its actor gets no gradient, and it can stay
-    there (tiny, 600 evaluations: MADDPG at 38 % verified NashConv on one seed of three,
-    0.2 % on each with a warm-up of 128; Learners and the solver in the docs)."""
+    there (tiny's one-step game, 600 evaluations: MADDPG's verified NashConv was 21.3 % ±
+    16.0 % over seeds 0–2 without it; with it, 0.16–0.39 % on four of seeds 0–4 and 19 %
+    on the fifth. ``benchmarks/results/marl_tiny_ours/``)."""
     updates_per_learn: int = 2
     """Gradient updates (each on a fresh minibatch) per ``learn()`` call (cheap next to a
     simulation, so the critics fit each batch of evaluations better)."""
