@@ -62,7 +62,8 @@ class RecordingPool(ParallelEvaluatorPool):
         self.records.append(record)
 
         def keep(f: Future, record=record) -> None:
-            record[2] = f.exception() if f.exception() is not None else digest(f.result())
+            exc = f.exception()
+            record[2] = exc if exc is not None else digest(f.result())
 
         future.add_done_callback(keep)
         return future
