@@ -7,7 +7,10 @@ A grid of tasks x algorithms x seeds at one env-step budget per task:
   (3 agents, 100 steps);
 * algorithms (``marl/runners``): evcs-gym's MADDPG / IDDPG / MFDDPG, BenchMARL's MADDPG /
   IDDPG / MASAC / MAPPO (through BenchMARL's own ``Experiment``), AgileRL's MADDPG / MATD3
-  and RLlib's PPO;
+  and RLlib's PPO; on the one-step pricing game also three reference rows that need no
+  learning (library ``reference``: ``evcs-gym solve``'s equilibrium, every station at
+  its lower bound, every station at mid-bounds), verified like the learners and run at
+  the first seed only (they do not learn);
 * scores: on EVCS tasks the verified NashConv of the learned pure prices (the same
   deviation search for every cell: ``marl/runners/common.py``), total revenue and
   evaluations; on the others the mean return of 32 deterministic evaluation episodes on
@@ -18,8 +21,23 @@ the others in the nox environments (``nox -s benchmarl agilerl rllib`` builds th
 ``.nox/``; ``--python LIB=PATH`` points elsewhere). Every cell is its own process; its
 record goes to ``OUT/cells/*.json`` and its output to ``OUT/logs/``. A failed cell is
 reported and makes the exit status 1; the others still run. Then the report: marl-eval
-JSON (``marl_eval.json``), ``cells.csv``, ``summary.json``, ``table.md`` and one plot per
-task in ``plots/``, with the command, versions and machine in ``run.json``.
+JSON (``marl_eval.json``), ``cells.csv``, ``summary.json``, ``table.md`` (per algorithm the
+mean over seeds with its 95 % interval, marl-eval's bootstrap aggregation, and the wall
+time per cell) and one plot per task in ``plots/``, with the command, versions and
+machine in ``run.json``.
+
+Cost, measured on 2 cores (2026-11-29, ``results/marl_siouxfalls/``): a ``tiny`` cell
+1–4 min; a Sioux Falls one-step cell of evcs-gym's MADDPG 19.7 min (200 training and
+130 verification evaluations); the reference rows 2–4 min each. The Sioux Falls column
+(our three, BenchMARL MAPPO, AgileRL MADDPG and MATD3, RLlib PPO at seeds 0–2: 21
+learner cells, one at a time because each uses both cores, and the three reference
+rows) is therefore about 7 hours, more where a library steps its game copies in one
+process. Run it in the background with ``--resume`` and commit cells as they land::
+
+    python benchmarks/bench_marl.py --tasks siouxfalls --algorithms ours-maddpg ours-iddpg \\
+        ours-mfddpg benchmarl-mappo agilerl-maddpg agilerl-matd3 rllib-ppo reference-solve \\
+        reference-lower reference-mid --seeds 0 1 2 --resume \\
+        --out benchmarks/results/marl_siouxfalls
 
 Run::
 
@@ -50,7 +68,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from marl import report  # noqa: E402
-from marl.runners import LIBRARIES, run_cell, supports  # noqa: E402
+from marl.runners import (  # noqa: E402
+    CORE_LIBRARIES,
+    DETERMINISTIC_LIBRARIES,
+    LIBRARIES,
+    run_cell,
+    supports,
+)
 from marl.runners.common import REPO  # noqa: E402
 from marl.tasks import TASKS, Task, resolve_tasks  # noqa: E402
 
@@ -72,7 +96,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--tasks", nargs="+", default=None, help=f"default all: {list(TASKS)}")
     p.add_argument("--libraries", nargs="+", default=list(LIBRARIES), choices=list(LIBRARIES))
-    p.add_argument("--algorithms", nargs="+", default=None, help="only these (e.g. maddpg mappo)")
+    p.add_argument(
+        "--algorithms",
+        nargs="+",
+        default=None,
+        help="only these: a name for every library that has it (maddpg), or LIB-NAME for one "
+        "(benchmarl-mappo)",
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument(
         "--budget",
@@ -109,10 +139,11 @@ def budgets(args: argparse.Namespace) -> dict[str, int]:
 
 
 def interpreters(args: argparse.Namespace) -> dict[str, str]:
-    """The Python of each library: ours here, the others' nox environments by default."""
-    out = {"ours": sys.executable}
+    """The Python of each library: this one for ours and the reference rows, the others'
+    nox environments by default."""
+    out = {lib: sys.executable for lib in CORE_LIBRARIES}
     for lib in LIBRARIES:
-        if lib != "ours":
+        if lib not in CORE_LIBRARIES:
             out[lib] = str(REPO / ".nox" / lib / "bin" / "python")
     for item in args.python:
         lib, _, path = item.partition("=")
@@ -132,9 +163,10 @@ def plan(args: argparse.Namespace) -> tuple[list[Cell], list[str]]:
                 skipped.append(f"{task.name} x {lib}: {reason}")
                 continue
             for algo in LIBRARIES[lib]:
-                if args.algorithms and algo not in args.algorithms:
+                if args.algorithms and not {algo, f"{lib}-{algo}"} & set(args.algorithms):
                     continue
-                for seed in args.seeds:
+                seeds = args.seeds[:1] if lib in DETERMINISTIC_LIBRARIES else args.seeds
+                for seed in seeds:
                     cells.append(Cell(task, lib, algo, seed, steps[task.name]))
     return cells, skipped
 
@@ -226,13 +258,18 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
                 games[c["task"]].append(tag)
     command = "python benchmarks/bench_marl.py " + shlex.join(args.argv)
     previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
-    host = machine()
+    host = now = machine()
+    measured = command
+    if args.report_only and "machine" in previous:  # the cells ran where and as it says
+        host, measured = previous["machine"], previous.get("command", command)
+        skipped = previous.get("skipped", skipped)
     run = {
-        "command": command,
+        **previous,  # what earlier runs recorded beside the fields below (e.g. a note)
+        "command": measured,
         # every command that added cells to this folder (--resume runs extend a grid)
         "commands": [
             *previous.get("commands", []),
-            {"command": command, "date": host["date"]},
+            {"command": command, "date": now["date"]},
         ],
         "machine": host,
         "versions": versions,

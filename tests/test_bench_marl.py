@@ -170,3 +170,59 @@ def test_orchestrator_rejects_bad_flags(bench):
         bench.main(["--budget", "nope=5", "--out", "/tmp/unused"])
     with pytest.raises(SystemExit, match="--python 'x=y'"):
         bench.main(["--python", "x=y", "--tasks", "tiny", "--out", "/tmp/unused_bench"])
+
+
+def test_reference_rows_are_verified_like_a_learner_and_run_at_one_seed(bench):
+    lower = run_cell("reference", "lower", TASKS["tiny"], 0, 600, smoke=True)
+    assert lower["library"] == "reference" and lower["env_steps"] == 0
+    assert lower["prices"] == {"A": [0.5] * 4, "B": [0.5] * 4}  # tiny's lower bounds
+    assert lower["verify_evaluations"] > 0 and lower["relative_nash_conv"] >= 0
+    with pytest.raises(ValueError, match="reference does not run tiny_repeated"):
+        run_cell("reference", "mid", TASKS["tiny_repeated"], 0, 600)
+    cells, skipped = bench.plan(
+        bench.parse_args(
+            [
+                "--tasks",
+                "tiny",
+                "simple_spread",
+                "--libraries",
+                "ours",
+                "reference",
+                "--seeds",
+                "3",
+                "4",
+            ]
+        )  # fmt: skip
+    )
+    ref = [c for c in cells if c.library == "reference"]
+    assert sorted(c.algorithm for c in ref) == ["lower", "mid", "solve"]
+    assert {c.seed for c in ref} == {3} and {c.task.name for c in ref} == {"tiny"}
+    assert len([c for c in cells if c.library == "ours"]) == 2 * 3 * 2  # 2 tasks, 3, 2 seeds
+    assert any(line.startswith("simple_spread x reference") for line in skipped)
+    # LIB-NAME picks one library's algorithm, a bare name every library's
+    cells, _ = bench.plan(
+        bench.parse_args(
+            [
+                "--tasks",
+                "tiny",
+                "--algorithms",
+                "benchmarl-mappo",
+                "maddpg",
+                "reference-lower",
+                "--seeds",
+                "0",
+            ]
+        )  # fmt: skip
+    )
+    assert sorted(f"{c.library}-{c.algorithm}" for c in cells) == [
+        "agilerl-maddpg", "benchmarl-maddpg", "benchmarl-mappo", "ours-maddpg", "reference-lower"
+    ]  # fmt: skip
+
+
+def test_report_interval_is_seeded_and_brackets_the_mean():
+    scores = [0.23, 0.16, 0.19, 0.39, 18.99]
+    low, high = report.mean_interval(scores)
+    assert (low, high) == report.mean_interval(scores)  # the same cells, the same report
+    assert min(scores) <= low < np.mean(scores) < high <= max(scores)
+    assert report.mean_interval([2.0, 2.0]) == (2.0, 2.0)
+    assert all(np.isnan(report.mean_interval([1.0])))

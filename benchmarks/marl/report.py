@@ -30,6 +30,7 @@ __all__ = [
     "load_cells",
     "marl_eval_json",
     "markdown_tables",
+    "mean_interval",
     "plot_tasks",
     "summarize",
     "write_csv",
@@ -53,15 +54,52 @@ def load_cells(folder: str | Path) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]
 
 
+INTERVAL_RESAMPLES = 2_000
+"""Bootstrap resamples of each 95 % interval (seeded: the same cells give the same report)."""
+
+
+def mean_interval(scores: Sequence[float], seed: int = 0) -> tuple[float, float]:
+    """95 % percentile-bootstrap interval of the mean of ``scores`` over seeds.
+
+    marl-eval's aggregation (rliable's stratified bootstrap; one task per table column,
+    so the strata are the runs), computed with :func:`scipy.stats.bootstrap`: marl-eval
+    pins pandas 1.4, and rliable's bootstrap package does not import beside pandas 3.
+    NaN for one score; ``(x, x)`` when all scores equal ``x``.
+
+    Example:
+        >>> low, high = mean_interval([1.0, 2.0, 6.0])
+        >>> 1.0 <= low < 3.0 < high <= 6.0
+        True
+    """
+    from scipy.stats import bootstrap
+
+    x = np.asarray(scores, dtype=float)
+    if len(x) < 2:
+        return math.nan, math.nan
+    if np.all(x == x[0]):
+        return float(x[0]), float(x[0])
+    ci = bootstrap(
+        (x,),
+        np.mean,
+        confidence_level=0.95,
+        n_resamples=INTERVAL_RESAMPLES,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    ).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
 def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """Per (task, algorithm): mean and sample sd of the headline figure over seeds, and
-    the means of total revenue (EVCS), env steps and wall time."""
+    """Per (task, algorithm): mean, sample sd and 95 % interval (:func:`mean_interval`)
+    of the headline figure over seeds, and the means of total revenue (EVCS), env steps,
+    verification evaluations (EVCS) and wall time per cell."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for cell in cells:
         groups[(cell["task"], algorithm_name(cell))].append(cell)
     out = {}
     for key, group in sorted(groups.items()):
         scores = np.array([cell_score(c) for c in group])
+        low, high = mean_interval(scores)
         row: dict[str, Any] = {
             "task": key[0],
             "algorithm": key[1],
@@ -70,11 +108,16 @@ def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[
             "seeds": sorted(int(c["seed"]) for c in group),
             "mean": float(scores.mean()),
             "sd": float(scores.std(ddof=1)) if len(group) > 1 else math.nan,
+            "ci_low": low,
+            "ci_high": high,
             "env_steps": float(np.mean([c["env_steps"] for c in group])),
             "wall_s": float(np.mean([c["wall_s"] for c in group])),
         }
         if row["env"] == "evcs":
             row["total_revenue"] = float(np.mean([c["total_revenue"] for c in group]))
+            row["verify_evaluations"] = float(
+                np.mean([c.get("verify_evaluations", math.nan) for c in group])
+            )
             ses = [c.get("relative_nash_conv_se") for c in group]
             ses = [s for s in ses if s is not None]
             row["mean_se"] = float(np.mean(ses)) if ses else math.nan
@@ -137,28 +180,58 @@ def write_csv(cells: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
 
 
 def _fmt(row: Mapping[str, Any]) -> str:
-    if row["env"] == "evcs":
-        sd = "" if math.isnan(row["sd"]) else f" ± {row['sd']:.1%}"
-        return f"{row['mean']:.1%}{sd} ({row['n']})"
-    sd = "" if math.isnan(row["sd"]) else f" ± {row['sd']:.2f}"
-    return f"{row['mean']:.2f}{sd} ({row['n']})"
+    """``mean [low, high] (seeds)``: percent on EVCS tasks, returns elsewhere."""
+    pct = row["env"] == "evcs"
+    f = (lambda v: f"{100 * v:.1f}") if pct else (lambda v: f"{v:.2f}")
+    unit = "%" if pct else ""
+    interval = "" if math.isnan(row["ci_low"]) else f" [{f(row['ci_low'])}, {f(row['ci_high'])}]"
+    return f"{f(row['mean'])}{unit}{interval} ({row['n']})"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
 def markdown_tables(
     summary: Mapping[tuple[str, str], Mapping[str, Any]],
     budgets: Mapping[str, str],
 ) -> str:
-    """Two tables: EVCS tasks (verified NashConv, lower is better) and the others (mean
-    evaluation return, higher is better); cells are mean ± sd over seeds (seeds)."""
+    """The report's tables; every score is the mean over seeds, its 95 % interval
+    (:func:`mean_interval`) and the number of seeds.
+
+    One table per EVCS task (verified NashConv, lower is better): the score, the mean
+    SE of the verification, the cell's evaluations (training + verification) and wall
+    time per cell. One table for the other tasks together (mean evaluation return,
+    higher is better) with wall time per cell.
+    """
     lines = []
-    for evcs, title in ((True, "verified NashConv, % of total revenue (lower is better)"),
-                        (False, "mean evaluation return (higher is better)")):  # fmt: skip
-        rows = [r for r in summary.values() if (r["env"] == "evcs") == evcs]
-        if not rows:
-            continue
+    rows = [r for r in summary.values() if r["env"] == "evcs"]
+    for task in dict.fromkeys(r["task"] for r in rows):
+        lines.append(
+            f"{task} ({budgets.get(task, '')}): verified NashConv, % of total revenue "
+            "(lower is better); mean over seeds [95 % interval] (seeds)\n"
+        )
+        lines.append(
+            "| algorithm | NashConv | verification SE | evaluations (training + "
+            "verification) | wall time per cell |"
+        )
+        lines.append("|---|---|---|---|---|")
+        for r in sorted((r for r in rows if r["task"] == task), key=lambda r: r["mean"]):
+            se = "—" if math.isnan(r.get("mean_se", math.nan)) else f"± {r['mean_se']:.1%}"
+            verify = r.get("verify_evaluations", math.nan)
+            evals = f"{r['env_steps']:.0f}" + ("" if math.isnan(verify) else f" + {verify:.0f}")
+            lines.append(
+                f"| {r['algorithm']} | {_fmt(r)} | {se} | {evals} | {_minutes(r['wall_s'])} |"
+            )
+        lines.append("")
+    rows = [r for r in summary.values() if r["env"] != "evcs"]
+    if rows:
         tasks = list(dict.fromkeys(r["task"] for r in rows))
         algos = list(dict.fromkeys(r["algorithm"] for r in rows))
-        lines.append(f"{title}; mean ± sd over seeds (number of seeds)\n")
+        lines.append(
+            "mean evaluation return (higher is better); mean over seeds [95 % interval] "
+            "(seeds), then wall time per cell\n"
+        )
         lines.append(
             "| algorithm | " + " | ".join(f"{t} ({budgets.get(t, '')})" for t in tasks) + " |"
         )
@@ -166,14 +239,18 @@ def markdown_tables(
         for algo in algos:
             cells = [summary.get((t, algo)) for t in tasks]
             lines.append(
-                f"| {algo} | " + " | ".join("—" if c is None else _fmt(c) for c in cells) + " |"
+                f"| {algo} | "
+                + " | ".join(
+                    "—" if c is None else f"{_fmt(c)}, {_minutes(c['wall_s'])}" for c in cells
+                )
+                + " |"
             )
         lines.append("")
     return "\n".join(lines)
 
 
 def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[Path]:
-    """One figure per task: each algorithm's per-seed scores (dots) with mean ± sd."""
+    """One figure per task: each algorithm's per-seed scores (dots), mean and 95 % interval."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -193,11 +270,16 @@ def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[P
             scores = np.array([cell_score(c) for c in group if algorithm_name(c) == algo])
             scores = scores * 100 if evcs else scores
             ax.scatter(np.full(len(scores), i), scores, s=14, alpha=0.6, color="C0")
-            sd = scores.std(ddof=1) if len(scores) > 1 else 0.0
-            ax.errorbar(i, scores.mean(), yerr=sd, fmt="o", color="C3", capsize=4)
+            low, high = mean_interval(scores)
+            err = (
+                [[0.0], [0.0]]
+                if math.isnan(low)
+                else [[scores.mean() - low], [high - scores.mean()]]
+            )
+            ax.errorbar(i, scores.mean(), yerr=err, fmt="o", color="C3", capsize=4)
         ax.set_xticks(range(len(algos)), algos, rotation=30, ha="right")
         ax.set_ylabel("verified NashConv (% of revenue)" if evcs else "evaluation return")
-        ax.set_title(f"{task}: per seed (dots), mean ± sd")
+        ax.set_title(f"{task}: per seed (dots), mean and 95 % interval")
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         path = folder / f"{task}.png"

@@ -23,13 +23,21 @@ from typing import Any
 from marl.runners.common import cell_result
 from marl.tasks import Task
 
-__all__ = ["LIBRARIES", "RUNNER_MODULES", "run_cell", "supports"]
+__all__ = [
+    "CORE_LIBRARIES",
+    "DETERMINISTIC_LIBRARIES",
+    "LIBRARIES",
+    "RUNNER_MODULES",
+    "run_cell",
+    "supports",
+]
 
 LIBRARIES: dict[str, tuple[str, ...]] = {
     "ours": ("maddpg", "iddpg", "mfddpg"),
     "benchmarl": ("maddpg", "iddpg", "masac", "mappo"),
     "agilerl": ("maddpg", "matd3"),
     "rllib": ("ppo",),
+    "reference": ("solve", "lower", "mid"),
 }
 """Algorithms of each library in the grid."""
 
@@ -38,7 +46,14 @@ RUNNER_MODULES = {
     "benchmarl": "marl.runners.benchmarl_runner",
     "agilerl": "marl.runners.agilerl_runner",
     "rllib": "marl.runners.rllib_runner",
+    "reference": "marl.runners.reference",
 }
+
+CORE_LIBRARIES = ("ours", "reference")
+"""Libraries whose runners need only evcs-gym: they run in the core environment."""
+
+DETERMINISTIC_LIBRARIES = ("reference",)
+"""Libraries whose cells do not learn: the grid runs them at its first seed only."""
 
 UNSUPPORTED: dict[tuple[str, str], str] = {
     ("rllib", "tiny_repeated"): "examples/rllib_pricing.py trains the one-step game only",
@@ -49,6 +64,8 @@ UNSUPPORTED: dict[tuple[str, str], str] = {
 
 def supports(library: str, task: Task) -> str | None:
     """None if ``library`` runs ``task`` in the grid, else the reason it does not."""
+    if library == "reference" and (not task.is_evcs or task.rounds is not None):
+        return "reference rows are profiles of the one-step pricing game"
     return UNSUPPORTED.get((library, task.name))
 
 
