@@ -93,7 +93,7 @@ class MADDPGConfig:
     revenue (no customers) around its price, its actor gets no gradient, and it can stay
     there (tiny's one-step game, 600 evaluations: MADDPG's verified NashConv was 21.3 % ±
     16.0 % over seeds 0–2 without it; with it, 0.16–0.39 % on four of seeds 0–4 and 19 %
-    on the fifth. ``benchmarks/results/marl_tiny_ours/``). The buffer is not checkpointed,
+    on the fifth. ``benchmarks/results/marl_tiny/``). The buffer is not checkpointed,
     so a loaded algorithm that goes on training warms up again. 0 disables it."""
     updates_per_learn: int = 2
     """Gradient updates (each on a fresh minibatch) per ``learn()`` call (cheap next to a
