@@ -24,7 +24,11 @@ reported and makes the exit status 1; the others still run. Then the report: mar
 JSON (``marl_eval.json``), ``cells.csv``, ``summary.json``, ``table.md`` (per algorithm the
 mean over seeds with its 95 % interval, marl-eval's bootstrap aggregation, and the wall
 time per cell) and one plot per task in ``plots/``, with the command, versions and
-machine in ``run.json``.
+machine in ``run.json``. ``--curve 50 100`` also trains every learner on the one-step
+pricing game at those smaller budgets, each point its own run (``..._budget50.json``):
+``plots/<task>_curve.png`` then draws verified NashConv against the training budget per
+algorithm, the reference rows as lines, and marl-eval's JSON holds the points as steps;
+the tables use the grid's budget only.
 
 Cost, measured on 2 cores (2026-11-29, ``results/marl_siouxfalls/``): a ``tiny`` cell
 1–4 min; a Sioux Falls one-step cell of evcs-gym's MADDPG 19.7 min (200 training and
@@ -86,10 +90,14 @@ class Cell:
     algorithm: str
     seed: int
     budget: int
+    curve: bool = False
+    """A point of the NashConv-against-evaluations curve (``--curve``): its own run at a
+    smaller budget, kept out of the tables."""
 
     @property
     def name(self) -> str:
-        return f"{self.task.name}__{self.library}-{self.algorithm}__seed{self.seed}"
+        name = f"{self.task.name}__{self.library}-{self.algorithm}__seed{self.seed}"
+        return f"{name}__budget{self.budget}" if self.curve else name
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -111,6 +119,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="TASK=STEPS",
         help="override a task's budget (env steps; evaluations on EVCS tasks)",
     )
+    p.add_argument(
+        "--curve",
+        nargs="+",
+        type=int,
+        default=[],
+        metavar="EVALS",
+        help="also train each one-step EVCS learner cell at these smaller budgets (points of "
+        "the NashConv-against-evaluations plot)",
+    )
     p.add_argument("--smoke", action="store_true", help="CI budgets and verification")
     p.add_argument("--out", default="bench_marl_out", help="results folder")
     p.add_argument("--jobs", type=int, default=1, help="cells run at once")
@@ -123,6 +140,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.jobs < 1:
         p.error(f"--jobs must be >= 1, got {args.jobs}")
+    if any(b < 1 for b in args.curve):
+        p.error(f"--curve budgets must be >= 1, got {args.curve}")
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
 
@@ -165,9 +184,14 @@ def plan(args: argparse.Namespace) -> tuple[list[Cell], list[str]]:
             for algo in LIBRARIES[lib]:
                 if args.algorithms and not {algo, f"{lib}-{algo}"} & set(args.algorithms):
                     continue
-                seeds = args.seeds[:1] if lib in DETERMINISTIC_LIBRARIES else args.seeds
+                learns = lib not in DETERMINISTIC_LIBRARIES
+                seeds = args.seeds if learns else args.seeds[:1]
+                curve = [b for b in sorted(set(args.curve)) if b < steps[task.name]]
+                if not (learns and task.is_evcs and task.rounds is None):
+                    curve = []  # curves: learners on the one-step pricing game
                 for seed in seeds:
                     cells.append(Cell(task, lib, algo, seed, steps[task.name]))
+                    cells += [Cell(task, lib, algo, seed, b, curve=True) for b in curve]
     return cells, skipped
 
 
@@ -202,6 +226,8 @@ def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str 
     if code != 0 or not record.exists():
         tail = log.read_text().strip().splitlines()[-5:]
         return cell, f"exit status {code}; {log}:\n    " + "\n    ".join(tail), seconds
+    if cell.curve:  # the report keeps curve points out of the tables
+        record.write_text(json.dumps({**json.loads(record.read_text()), "curve": True}, indent=1))
     return cell, None, seconds
 
 
@@ -239,7 +265,8 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
     (out / "summary.json").write_text(json.dumps(list(summary.values()), indent=1))
     steps: dict[str, set[int]] = {}  # the cells' own budgets (runs may have overridden them)
     for c in cells:
-        steps.setdefault(c["task"], set()).add(int(c["budget"]))
+        if not c.get("curve"):
+            steps.setdefault(c["task"], set()).add(int(c["budget"]))
     units = {
         n: "/".join(f"{b:,}" for b in sorted(v)) + (" evals" if TASKS[n].is_evcs else " steps")
         for n, v in steps.items()
@@ -275,11 +302,16 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
         "versions": versions,
         "games": {**previous.get("games", {}), **games},
         "budgets": {n: sorted(v) for n, v in steps.items()},
+        "curve_budgets": {
+            n: sorted({int(c["budget"]) for c in cells if c.get("curve") and c["task"] == n})
+            for n in dict.fromkeys(c["task"] for c in cells if c.get("curve"))
+        },
         "skipped": list(skipped),
     }
     (out / "run.json").write_text(json.dumps(run, indent=1))
     (out / "table.md").write_text(table + "\n")
     report.plot_tasks(cells, out / "plots")
+    report.plot_curves(cells, out / "plots")
     return table
 
 

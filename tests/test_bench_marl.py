@@ -226,3 +226,30 @@ def test_report_interval_is_seeded_and_brackets_the_mean():
     assert min(scores) <= low < np.mean(scores) < high <= max(scores)
     assert report.mean_interval([2.0, 2.0]) == (2.0, 2.0)
     assert all(np.isnan(report.mean_interval([1.0])))
+
+
+def test_curve_points_are_their_own_runs_plotted_and_kept_out_of_the_tables(bench, tmp_path):
+    out = tmp_path / "curve"
+    argv = ["--tasks", "tiny", "simple_spread", "--algorithms", "ours-mfddpg", "reference-lower"]
+    cells, _ = bench.plan(bench.parse_args([*argv, "--seeds", "0", "--smoke", "--curve", "12"]))
+    assert sorted(c.name for c in cells) == [
+        "simple_spread__ours-mfddpg__seed0",  # no curve off the pricing game
+        "tiny__ours-mfddpg__seed0",
+        "tiny__ours-mfddpg__seed0__budget12",
+        "tiny__reference-lower__seed0",  # nor for a row that does not learn
+    ]
+    code = bench.main(
+        ["--tasks", "tiny", "--algorithms", "ours-mfddpg", "reference-lower", "--seeds", "0"]
+        + ["--smoke", "--curve", "12", "--out", str(out)]
+    )
+    assert code == 0
+    point = json.loads((out / "cells" / "tiny__ours-mfddpg__seed0__budget12.json").read_text())
+    assert point["curve"] is True and point["budget"] == 12 and point["env_steps"] <= 12
+    assert (out / "plots" / "tiny_curve.png").exists()
+    run = json.loads((out / "marl_eval.json").read_text())["evcs"]["tiny"]["ours-mfddpg"]["seed_0"]
+    assert [run[f"step_{i}"]["step_count"] for i in range(2)] == [point["env_steps"], 24]
+    table = (out / "table.md").read_text()
+    assert "tiny (24 evals)" in table and table.count("| ours-mfddpg |") == 1
+    assert json.loads((out / "run.json").read_text())["curve_budgets"] == {"tiny": [12]}
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--curve", "0"])

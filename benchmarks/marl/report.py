@@ -31,6 +31,7 @@ __all__ = [
     "marl_eval_json",
     "markdown_tables",
     "mean_interval",
+    "plot_curves",
     "plot_tasks",
     "summarize",
     "write_csv",
@@ -92,10 +93,12 @@ def mean_interval(scores: Sequence[float], seed: int = 0) -> tuple[float, float]
 def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (task, algorithm): mean, sample sd and 95 % interval (:func:`mean_interval`)
     of the headline figure over seeds, and the means of total revenue (EVCS), env steps,
-    verification evaluations (EVCS) and wall time per cell."""
+    verification evaluations (EVCS) and wall time per cell. Curve points (cells with
+    ``"curve": true``, ``bench_marl.py --curve``) are left out."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for cell in cells:
-        groups[(cell["task"], algorithm_name(cell))].append(cell)
+        if not cell.get("curve"):  # curve points are the plot's, not the tables'
+            groups[(cell["task"], algorithm_name(cell))].append(cell)
     out = {}
     for key, group in sorted(groups.items()):
         scores = np.array([cell_score(c) for c in group])
@@ -128,26 +131,31 @@ def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[
 def marl_eval_json(cells: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """marl-eval's raw-data layout: env -> task -> algorithm -> run -> step / absolute.
 
-    Each run has one evaluation step (the end of training, ``step_count`` = env steps
-    used) and the same lists as ``absolute_metrics``. EVCS runs report ``nash_conv``
-    (verified, relative to total revenue) and ``return`` (total revenue at the learned
-    prices); the other tasks ``return`` per evaluation episode.
+    A run is one (algorithm, seed). Its steps are its cells in order of env steps used
+    (``step_count``): the curve points (``bench_marl.py --curve``, each trained on its
+    own to a smaller budget), then the grid's cell, whose metrics are also the run's
+    ``absolute_metrics``. EVCS runs report ``nash_conv`` (verified, relative to total
+    revenue) and ``return`` (total revenue at the learned prices); the other tasks
+    ``return`` per evaluation episode.
     """
-    data: dict[str, Any] = {}
+    runs: dict[tuple[str, str, str, int], list[Mapping[str, Any]]] = defaultdict(list)
     for cell in cells:
-        if cell["env"] == "evcs":
-            metrics = {
-                "nash_conv": [float(cell["relative_nash_conv"])],
-                "return": [float(cell["total_revenue"])],
-            }
-        else:
-            metrics = {"return": [float(r) for r in cell["return"]]}
-        run = {
-            "step_0": {"step_count": int(cell["env_steps"]), **metrics},
-            "absolute_metrics": metrics,
-        }
-        algos = data.setdefault(cell["env"], {}).setdefault(cell["task"], {})
-        algos.setdefault(algorithm_name(cell), {})[f"seed_{cell['seed']}"] = run
+        runs[(cell["env"], cell["task"], algorithm_name(cell), int(cell["seed"]))].append(cell)
+    data: dict[str, Any] = {}
+    for (env, task, algo, seed), group in runs.items():
+        group = sorted(group, key=lambda c: (not c.get("curve"), c["env_steps"]))
+        run: dict[str, Any] = {}
+        for i, cell in enumerate(group):
+            if cell["env"] == "evcs":
+                metrics = {
+                    "nash_conv": [float(cell["relative_nash_conv"])],
+                    "return": [float(cell["total_revenue"])],
+                }
+            else:
+                metrics = {"return": [float(r) for r in cell["return"]]}
+            run[f"step_{i}"] = {"step_count": int(cell["env_steps"]), **metrics}
+        run["absolute_metrics"] = {k: v for k, v in metrics.items()}  # the last: the grid's
+        data.setdefault(env, {}).setdefault(task, {}).setdefault(algo, {})[f"seed_{seed}"] = run
     return data
 
 
@@ -165,6 +173,7 @@ CSV_FIELDS = (
     "total_revenue",
     "verify_evaluations",
     "wall_s",
+    "curve",
 )
 
 
@@ -175,7 +184,7 @@ def write_csv(cells: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for cell in cells:
-            writer.writerow({**cell, "score": cell_score(cell)})
+            writer.writerow({**cell, "score": cell_score(cell), "curve": bool(cell.get("curve"))})
     return path
 
 
@@ -260,7 +269,8 @@ def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[P
     folder.mkdir(parents=True, exist_ok=True)
     by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for cell in cells:
-        by_task[cell["task"]].append(cell)
+        if not cell.get("curve"):
+            by_task[cell["task"]].append(cell)
     paths = []
     for task, group in by_task.items():
         algos = list(dict.fromkeys(algorithm_name(c) for c in group))
@@ -283,6 +293,56 @@ def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[P
         ax.grid(axis="y", alpha=0.3)
         fig.tight_layout()
         path = folder / f"{task}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def plot_curves(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[Path]:
+    """NashConv against training evaluations, one figure per EVCS task with curve points.
+
+    Each learner's line joins its mean verified NashConv at each budget (the curve
+    points of ``bench_marl.py --curve`` and the grid's cell), with the 95 % interval
+    over seeds as a band; the reference rows (library ``reference``) are horizontal
+    lines. Saved as ``<task>_curve.png``.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks = dict.fromkeys(c["task"] for c in cells if c.get("curve") and c["env"] == "evcs")
+    paths = []
+    for task in tasks:
+        group = [c for c in cells if c["task"] == task]
+        fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        learners = dict.fromkeys(algorithm_name(c) for c in group if c["library"] != "reference")
+        for i, algo in enumerate(learners):
+            by_budget: dict[int, list[float]] = defaultdict(list)
+            for c in group:
+                if algorithm_name(c) == algo:
+                    by_budget[int(c["budget"])].append(100 * cell_score(c))
+            xs = sorted(by_budget)
+            mean = np.array([np.mean(by_budget[x]) for x in xs])
+            bands = np.array([mean_interval(by_budget[x]) for x in xs])
+            ax.plot(xs, mean, "o-", color=f"C{i % 10}", label=algo)
+            if len(xs) and not np.isnan(bands).all():
+                ax.fill_between(xs, bands[:, 0], bands[:, 1], color=f"C{i % 10}", alpha=0.15)
+        styles = iter(["--", ":", "-."] * 3)
+        for c in group:
+            if c["library"] == "reference":
+                ax.axhline(100 * cell_score(c), color="0.4", ls=next(styles), lw=1,
+                           label=f"{algorithm_name(c)} (no learning)")  # fmt: skip
+        ax.set_xlabel("training budget, evaluations (each point its own run)")
+        ax.set_ylabel("verified NashConv (% of revenue)")
+        ax.set_title(f"{task}: mean over seeds and 95 % interval")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        path = folder / f"{task}_curve.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         paths.append(path)
