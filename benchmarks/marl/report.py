@@ -258,6 +258,16 @@ def markdown_tables(
     return "\n".join(lines)
 
 
+def _save(fig: Any, path: Path) -> Path:
+    """Lay out, write (110 dpi) and close a report figure; return its path."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[Path]:
     """One figure per task: each algorithm's per-seed scores (dots), mean and 95 % interval."""
     import matplotlib
@@ -291,11 +301,7 @@ def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[P
         ax.set_ylabel("verified NashConv (% of revenue)" if evcs else "evaluation return")
         ax.set_title(f"{task}: per seed (dots), mean and 95 % interval")
         ax.grid(axis="y", alpha=0.3)
-        fig.tight_layout()
-        path = folder / f"{task}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, folder / f"{task}.png"))
     return paths
 
 
@@ -341,9 +347,5 @@ def plot_curves(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[
         ax.set_title(f"{task}: mean over seeds and 95 % interval")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = folder / f"{task}_curve.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(_save(fig, folder / f"{task}_curve.png"))
     return paths
