@@ -264,9 +264,9 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
     summary = report.summarize(cells)
     (out / "summary.json").write_text(json.dumps(list(summary.values()), indent=1))
     steps: dict[str, set[int]] = {}  # the cells' own budgets (runs may have overridden them)
+    curve: dict[str, set[int]] = {}  # the budgets of the curve points (--curve)
     for c in cells:
-        if not c.get("curve"):
-            steps.setdefault(c["task"], set()).add(int(c["budget"]))
+        (curve if c.get("curve") else steps).setdefault(c["task"], set()).add(int(c["budget"]))
     units = {
         n: "/".join(f"{b:,}" for b in sorted(v)) + (" evals" if TASKS[n].is_evcs else " steps")
         for n, v in steps.items()
@@ -302,10 +302,7 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
         "versions": versions,
         "games": {**previous.get("games", {}), **games},
         "budgets": {n: sorted(v) for n, v in steps.items()},
-        "curve_budgets": {
-            n: sorted({int(c["budget"]) for c in cells if c.get("curve") and c["task"] == n})
-            for n in dict.fromkeys(c["task"] for c in cells if c.get("curve"))
-        },
+        "curve_budgets": {n: sorted(v) for n, v in curve.items()},
         "skipped": list(skipped),
     }
     (out / "run.json").write_text(json.dumps(run, indent=1))

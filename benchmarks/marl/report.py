@@ -27,6 +27,7 @@ import numpy as np
 __all__ = [
     "algorithm_name",
     "cell_score",
+    "grid_cells",
     "load_cells",
     "marl_eval_json",
     "markdown_tables",
@@ -90,15 +91,19 @@ def mean_interval(scores: Sequence[float], seed: int = 0) -> tuple[float, float]
     return float(ci.low), float(ci.high)
 
 
+def grid_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The cells at the grid's budget: all but the curve points (``"curve": true``,
+    ``bench_marl.py --curve``), which only the curve plot and marl-eval's steps use."""
+    return [c for c in cells if not c.get("curve")]
+
+
 def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (task, algorithm): mean, sample sd and 95 % interval (:func:`mean_interval`)
     of the headline figure over seeds, and the means of total revenue (EVCS), env steps,
-    verification evaluations (EVCS) and wall time per cell. Curve points (cells with
-    ``"curve": true``, ``bench_marl.py --curve``) are left out."""
+    verification evaluations (EVCS) and wall time per cell, over :func:`grid_cells`."""
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
-    for cell in cells:
-        if not cell.get("curve"):  # curve points are the plot's, not the tables'
-            groups[(cell["task"], algorithm_name(cell))].append(cell)
+    for cell in grid_cells(cells):
+        groups[(cell["task"], algorithm_name(cell))].append(cell)
     out = {}
     for key, group in sorted(groups.items()):
         scores = np.array([cell_score(c) for c in group])
@@ -154,7 +159,7 @@ def marl_eval_json(cells: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             else:
                 metrics = {"return": [float(r) for r in cell["return"]]}
             run[f"step_{i}"] = {"step_count": int(cell["env_steps"]), **metrics}
-        run["absolute_metrics"] = {k: v for k, v in metrics.items()}  # the last: the grid's
+        run["absolute_metrics"] = metrics  # the last step's: the grid's cell
         data.setdefault(env, {}).setdefault(task, {}).setdefault(algo, {})[f"seed_{seed}"] = run
     return data
 
@@ -278,9 +283,8 @@ def plot_tasks(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[P
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     by_task: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for cell in cells:
-        if not cell.get("curve"):
-            by_task[cell["task"]].append(cell)
+    for cell in grid_cells(cells):
+        by_task[cell["task"]].append(cell)
     paths = []
     for task, group in by_task.items():
         algos = list(dict.fromkeys(algorithm_name(c) for c in group))
@@ -335,7 +339,7 @@ def plot_curves(cells: Sequence[Mapping[str, Any]], folder: str | Path) -> list[
             mean = np.array([np.mean(by_budget[x]) for x in xs])
             bands = np.array([mean_interval(by_budget[x]) for x in xs])
             ax.plot(xs, mean, "o-", color=f"C{i % 10}", label=algo)
-            if len(xs) and not np.isnan(bands).all():
+            if not np.isnan(bands).all():
                 ax.fill_between(xs, bands[:, 0], bands[:, 1], color=f"C{i % 10}", alpha=0.15)
         styles = iter(["--", ":", "-."] * 3)
         for c in group:
