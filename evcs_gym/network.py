@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from evcs_gym.settings import ScenarioSettings
+from evcs_gym.errors import ScenarioError
+from evcs_gym.settings import STOP_SETTINGS, ScenarioSettings, convert_setting
 from evcs_gym.utils import FieldwiseEquality
 
 __all__ = ["LINK_CHARGING", "LINK_CONNECTOR", "LINK_ROAD", "LinkTable", "NetworkData"]
@@ -163,6 +165,43 @@ class NetworkData(FieldwiseEquality):
             True
         """
         return self.group_routes[self.veh_group, 0]
+
+    def with_stop_settings(self, **changes: Any) -> NetworkData:
+        """This scenario with other stop settings (:data:`~evcs_gym.settings.STOP_SETTINGS`:
+        the cap and the stationary stop), sharing its route sets and warm start.
+
+        Every evaluation runs the same UE loop as before and only stops elsewhere, so
+        nothing is prepared again. The settings hash changes: it names another payoff.
+        ``evcs-gym train --train-payoffs fast`` trains on
+        ``with_stop_settings(**FAST_STOP_SETTINGS)`` and measures the verified gains on
+        the scenario itself.
+
+        Raises:
+            ScenarioError: a key that is not a stop setting (settings that steer the
+                switching or the preparation need :func:`evcs_gym.load_scenario`), or a
+                value out of range; the message names it.
+
+        Example:
+            >>> import evcs_gym
+            >>> from evcs_gym.settings import FAST_STOP_SETTINGS
+            >>> nd = evcs_gym.load_scenario("tiny")
+            >>> fast = nd.with_stop_settings(**FAST_STOP_SETTINGS)
+            >>> fast.settings.ue_payoff_min_iterations, fast.settings_hash != nd.settings_hash
+            (10, True)
+            >>> fast.initial_route_choice is nd.initial_route_choice
+            True
+        """
+        source = f"{self.name}: with_stop_settings"
+        other = sorted(set(changes) - set(STOP_SETTINGS))
+        if other:
+            raise ScenarioError(
+                f"{source}: {other} are not stop settings (those are {list(STOP_SETTINGS)}); "
+                "settings that steer the switching or the preparation need load_scenario"
+            )
+        values = {k: convert_setting(k, v, source) for k, v in changes.items()}
+        settings = dataclasses.replace(self.settings, **values)
+        settings.validate(source)
+        return dataclasses.replace(self, settings=settings)
 
     @property
     def settings_hash(self) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import evcs_gym
+from evcs_gym.settings import FAST_STOP_SETTINGS
 from evcs_gym.stationary import stationary_estimate
 from evcs_gym.stopping import GapStats, StopRule, settle_payoff
 
@@ -136,6 +137,39 @@ def test_the_payoff_settings_do_not_touch_the_warm_start():
     assert other.settings.ue_payoff_precision == 0.01
     assert np.array_equal(plain.initial_route_choice, other.initial_route_choice)
     assert plain.warm_start_info["iterations"] == other.warm_start_info["iterations"]
+
+
+def test_fast_stop_settings_cut_the_same_loop_earlier(tiny):
+    """A scenario with other stop settings runs the scenario's own loops: a fast
+    evaluation is the long trace cut by the fast rule, bit for bit, with nothing
+    prepared again, and on an orbiting profile it is shorter than the game's payoff."""
+    fast = tiny.with_stop_settings(**FAST_STOP_SETTINGS)
+    assert fast.initial_route_choice is tiny.initial_route_choice
+    assert fast.settings_hash != tiny.settings_hash
+    res = evcs_gym.EVCSRewardEvaluator(fast).evaluate(ORBITING, 0)
+    long = evcs_gym.EVCSRewardEvaluator(
+        _with(tiny, ue_max_iterations=100, ue_payoff_precision=0.0)
+    ).trace(ORBITING, 0)
+    n, why, payoff = long.payoff(fast.settings)
+    assert (n, why) == (res.ue_iterations, res.ue_stats["stop_reason"])
+    assert np.array_equal(payoff.flows, _agents(res, "flows"))
+    game = evcs_gym.EVCSRewardEvaluator(tiny).evaluate(ORBITING, 0)
+    assert FAST_STOP_SETTINGS["ue_payoff_min_iterations"] <= res.ue_iterations
+    assert res.ue_iterations < game.ue_iterations
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        ({"deltan": 3}, r"\['deltan'\] are not stop settings"),
+        ({"ue_switch_budget": 0.02}, "not stop settings"),
+        ({"ue_payoff_precision": 1.0}, "ue_payoff_precision"),
+        ({"ue_max_iterations": "many"}, "ue_max_iterations"),
+    ],
+)
+def test_with_stop_settings_takes_only_stop_settings_in_range(tiny, changes, match):
+    with pytest.raises(evcs_gym.ScenarioError, match=match):
+        tiny.with_stop_settings(**changes)
 
 
 @pytest.mark.parametrize(
