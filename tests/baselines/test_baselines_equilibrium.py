@@ -12,6 +12,7 @@ import evcs_gym
 from evcs_gym.baselines.best_response import BestResponseDynamics
 from evcs_gym.baselines.evaluation import BatchEvaluator
 from evcs_gym.baselines.exploitability import StationDeviation, best_response, exploitability
+from evcs_gym.settings import FAST_STOP_SETTINGS
 
 
 def test_overpriced_station_has_a_large_verified_gain(tiny):
@@ -143,6 +144,28 @@ def test_seeds_give_standard_errors_and_significance(tiny):
     assert one.seeds == (0,) and math.isnan(one.nash_conv_se)
     assert one.to_dict()["deviations"]["A"]["gain_se"] is None
     assert all(d.significant == (d.gain > 0) for d in one.deviations.values())
+
+
+def test_a_cheaper_search_pool_chooses_and_the_game_measures(tiny):
+    """With ``search_pool`` the candidates are scored on its payoffs; the profile and
+    the deviations found are re-evaluated on the game's, on every seed."""
+    fast = tiny.with_stop_settings(**FAST_STOP_SETTINGS)
+    prices = {"A": [2.0] * 4, "B": [2.0] * 4}
+    res = exploitability(tiny, prices, budget=8, grid=3, seeds=2, search_pool=fast)
+    assert res.meta["search_settings_hash"] == fast.settings_hash
+    assert f"scored on the payoffs of settings {fast.settings_hash}" in res.summary()
+    game = evcs_gym.EVCSRewardEvaluator(tiny)
+    for seed_index, seed in enumerate(res.seeds):
+        base = game.evaluate(prices, seed=seed).rewards
+        for a, dev in res.deviations.items():
+            assert dev.current_rewards[seed_index] == base[a]
+            deviating = {**prices, a: dev.best_prices}
+            assert dev.best_rewards[seed_index] == game.evaluate(deviating, seed=seed).rewards[a]
+    # the same search on the game's own payoffs says nothing of another pool
+    assert exploitability(tiny, prices, budget=8, grid=3).meta["search_settings_hash"] is None
+    other = evcs_gym.load_scenario("tiny", charging_periods=2)
+    with pytest.raises(ValueError, match="`search_pool` must evaluate the same stations"):
+        exploitability(tiny, prices, budget=8, search_pool=other)
 
 
 def test_significance_rule():
