@@ -264,13 +264,24 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.exploitability import exploitability
+    from evcs_gym.pool import ParallelEvaluatorPool
+    from evcs_gym.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
     from evcs_gym.wrappers import make_vector_env
 
     nd = _scenario(args)
     out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     print(f"loaded {nd.summary()}")
+    train_nd = nd
+    if args.train_payoffs == "fast":
+        train_nd = nd.with_stop_settings(**FAST_STOP_SETTINGS)
+        fast = ", ".join(f"{k}={v}" for k, v in FAST_STOP_SETTINGS.items())
+        print(
+            f"training payoffs: fast ({fast}; settings {train_nd.settings_hash}); "
+            "the verification measures the gains on the scenario's own"
+        )
     rounds = args.rounds or None  # 0: the one-step stage game
-    venv = make_vector_env(args.num_envs, scenario=nd, rounds=rounds, n_workers=args.workers)
+    venv = make_vector_env(args.num_envs, scenario=train_nd, rounds=rounds, n_workers=args.workers)
+    verify_pools: list[ParallelEvaluatorPool] = []  # the scenario's payoffs, when not trained on
     try:
         spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
         spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
@@ -293,10 +304,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
             verify_budget = 2 + 2 * nd.n_periods + args.verify_grid  # levels, the combined move
 
         def verifier(prices):
+            if train_nd is not nd and not verify_pools:
+                verify_pools.append(ParallelEvaluatorPool(nd, n_workers=args.workers))
             certificates.append(
                 exploitability(
-                    venv.pool,
+                    verify_pools[0] if verify_pools else venv.pool,
                     prices,
+                    search_pool=venv.pool if verify_pools else None,
                     seed=args.seed,
                     seeds=args.verify_seeds,
                     search_seeds=min(args.verify_search_seeds, args.verify_seeds),
@@ -325,7 +339,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         summary["final_revenue"] = final.mean_reward
         summary["scenario"] = nd.name
         summary["game"] = _game(nd)
-        print("\nfinal pure prices and revenue (evaluation rollout):")
+        summary["training_payoffs"] = {
+            "kind": args.train_payoffs,
+            "stop_settings": {k: getattr(train_nd.settings, k) for k in STOP_SETTINGS},
+            "settings_hash": train_nd.settings_hash,
+        }
+        rollout = "evaluation rollout" + (", training payoffs" if train_nd is not nd else "")
+        print(f"\nfinal pure prices and revenue ({rollout}):")
         for a in nd.agent_names:
             print(
                 f"  {a:>6}: "
@@ -350,6 +370,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"run folder: {out} (plots: {plots})")
     finally:
         venv.close()
+        for pool in verify_pools:
+            pool.shutdown()
     return 0
 
 
@@ -533,6 +555,16 @@ def build_parser() -> argparse.ArgumentParser:
         default=2,
         help="seeds each candidate of the verification's search is evaluated on (the "
         "search maximises their mean revenue; at most --verify-seeds)",
+    )
+    p.add_argument(
+        "--train-payoffs",
+        choices=["scenario", "fast"],
+        default="scenario",
+        help="the training evaluations' payoff: the scenario's own, or fast "
+        "(FAST_STOP_SETTINGS: the same UE loops cut after 10 iterations once the "
+        "revenues are known to 5 %%; about half the iterations on Sioux Falls; the "
+        "verification's search is then scored on them too). The verified gains are "
+        "always the scenario's payoffs",
     )
     p.add_argument("--seed", type=int, default=0, help="training and verification seed")
     p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")

@@ -7,12 +7,14 @@ import argparse
 import json
 from importlib.metadata import version
 
+import numpy as np
 import pytest
 
 import evcs_gym
 from evcs_gym import cli
 from evcs_gym.cli import build_parser, main
 from evcs_gym.setting_docs import setting_names
+from evcs_gym.settings import FAST_STOP_SETTINGS
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -144,6 +146,8 @@ def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_p
         assert (out / name).is_file(), name
     summary = json.loads((out / "summary.json").read_text())
     assert summary["evaluations"] == 16
+    assert summary["training_payoffs"]["kind"] == "scenario"  # the default
+    assert "training payoffs" not in text
     assert 0 <= summary["verified_exploitability"]["relative_nash_conv"]
     tiny = evcs_gym.load_scenario("tiny", warm_start=False)
     assert summary["game"] == {"version": evcs_gym.__version__, "settings_hash": tiny.settings_hash}
@@ -167,6 +171,33 @@ def test_train_verifies_every_period_at_each_bound_and_the_levels_by_default(tmp
         # every period at each bound, but for the moves that are the current prices
         assert search["period_moves"] >= 4
     assert "search on the mean of seeds [0, 1]" in text
+
+
+@pytest.mark.timeout(300)
+def test_train_learns_on_fast_payoffs_and_verifies_on_the_scenarios_own(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--budget", "8", "--workers", "1", "--rounds", "0"]
+    argv += ["--verify-budget", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
+    assert main([*argv, "--train-payoffs", "fast"]) == 0
+    text = capsys.readouterr().out
+    assert "training payoffs: fast (ue_payoff_min_iterations=10" in text
+    summary = json.loads((out / "summary.json").read_text())
+    tiny = evcs_gym.load_scenario("tiny")
+    fast = tiny.with_stop_settings(**FAST_STOP_SETTINGS)
+    assert summary["training_payoffs"]["kind"] == "fast"
+    assert summary["training_payoffs"]["settings_hash"] == fast.settings_hash
+    assert summary["game"]["settings_hash"] == tiny.settings_hash
+    # the certificate's rewards are the scenario's payoffs, not the training ones
+    cert = summary["verified_exploitability"]
+    prices = {a: np.asarray(v) for a, v in cert["prices"].items()}
+    game = evcs_gym.EVCSRewardEvaluator(tiny)
+    for seed_index, seed in enumerate(cert["seeds"]):
+        rewards = game.evaluate(prices, seed=seed).rewards
+        for a in prices:
+            assert cert["rewards_per_seed"][a][seed_index] == rewards[a]
+    # and the search was scored on the training payoffs
+    assert cert["search_settings_hash"] == fast.settings_hash
+    assert f"scored on the payoffs of settings {fast.settings_hash}" in text
 
 
 @pytest.mark.timeout(300)
