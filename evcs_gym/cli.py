@@ -24,6 +24,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -166,10 +167,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
-from contextlib import contextmanager  # noqa: E402
-
-
-@contextmanager
+@contextlib.contextmanager
 def _evaluator(nd, workers: int):
     """A process pool for ``workers > 1``, else the scenario itself (serial evaluation)."""
     if workers > 1:
@@ -187,7 +185,14 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
     nd = _scenario(args)
     prices = _load_prices(args, nd)
     t0 = time.perf_counter()
-    with _evaluator(nd, args.workers) as backend:
+    with contextlib.ExitStack() as stack:
+        backend = stack.enter_context(_evaluator(nd, args.workers))
+        searcher = None
+        if args.search_payoffs == "fast":
+            from evcs_gym.settings import FAST_STOP_SETTINGS
+
+            fast = nd.with_stop_settings(**FAST_STOP_SETTINGS)
+            searcher = stack.enter_context(_evaluator(fast, args.workers))
         res = exploitability(
             backend,
             prices,
@@ -196,6 +201,7 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
             search_seeds=args.search_seeds,
             budget=_exploit_budget(args),
             grid=args.grid,
+            search_pool=searcher,
         )
     if args.json:
         out = {**res.to_dict(), "game": _game(nd)}
@@ -594,6 +600,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="deprecated alias of --budget-per-station (elsewhere --budget is a total)",
     )
     p.add_argument("--grid", type=int, default=7, help="uniform price levels tried first")
+    p.add_argument(
+        "--search-payoffs",
+        choices=["scenario", "fast"],
+        default="scenario",
+        help="what the search scores its candidates on: the scenario's payoffs, or fast "
+        "ones (FAST_STOP_SETTINGS, the same UE loops cut earlier; on a Sioux Falls "
+        "profile 7.6 instead of about 13 min). The gains are always measured on the "
+        "scenario's payoffs",
+    )
     p.add_argument("--workers", type=int, default=1, help="evaluator processes")
     _add_seed_arguments(p)
     p.add_argument("--json", action="store_true", help="print machine-readable JSON")

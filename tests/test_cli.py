@@ -216,6 +216,21 @@ def test_solve_then_exploit_its_answer(tmp_path, capsys):
 
 
 @pytest.mark.timeout(300)
+def test_exploit_can_score_its_search_on_fast_payoffs(capsys):
+    argv = ["exploit", "--scenario", "tiny", "--price", "2.0", "--budget-per-station", "4"]
+    assert main([*argv, "--seeds", "2", "--search-payoffs", "fast", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    tiny = evcs_gym.load_scenario("tiny")
+    assert (
+        out["search_settings_hash"] == tiny.with_stop_settings(**FAST_STOP_SETTINGS).settings_hash
+    )
+    assert out["game"]["settings_hash"] == tiny.settings_hash
+    game = evcs_gym.EVCSRewardEvaluator(tiny)
+    prices = {a: np.asarray(v) for a, v in out["prices"].items()}
+    assert out["rewards_per_seed"]["A"][1] == game.evaluate(prices, seed=1).rewards["A"]
+
+
+@pytest.mark.timeout(300)
 def test_solve_starts_from_a_price_file(tmp_path, capsys):
     start = tmp_path / "start.json"
     start.write_text(json.dumps({"A": [0.5] * 4, "B": [1.75] * 4}))
