@@ -270,7 +270,6 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 def _cmd_train(args: argparse.Namespace) -> int:
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.exploitability import exploitability
-    from evcs_gym.pool import ParallelEvaluatorPool
     from evcs_gym.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
     from evcs_gym.wrappers import make_vector_env
 
@@ -287,8 +286,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
         )
     rounds = args.rounds or None  # 0: the one-step stage game
     venv = make_vector_env(args.num_envs, scenario=train_nd, rounds=rounds, n_workers=args.workers)
-    verify_pools: list[ParallelEvaluatorPool] = []  # the scenario's payoffs, when not trained on
-    try:
+    game = None  # the scenario's own payoffs, opened to verify when training is on others
+    with contextlib.ExitStack() as stack:
+        stack.callback(venv.close)
         spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
         spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
         config_cls = ALGORITHMS[args.algo].config_cls
@@ -310,13 +310,14 @@ def _cmd_train(args: argparse.Namespace) -> int:
             verify_budget = 2 + 2 * nd.n_periods + args.verify_grid  # levels, the combined move
 
         def verifier(prices):
-            if train_nd is not nd and not verify_pools:
-                verify_pools.append(ParallelEvaluatorPool(nd, n_workers=args.workers))
+            nonlocal game
+            if train_nd is not nd and game is None:
+                game = stack.enter_context(_evaluator(nd, args.workers))
             certificates.append(
                 exploitability(
-                    verify_pools[0] if verify_pools else venv.pool,
+                    venv.pool if game is None else game,
                     prices,
-                    search_pool=venv.pool if verify_pools else None,
+                    search_pool=None if game is None else venv.pool,
                     seed=args.seed,
                     seeds=args.verify_seeds,
                     search_seeds=min(args.verify_search_seeds, args.verify_seeds),
@@ -374,10 +375,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         paths = trainer.save_outputs(out, summary)
         plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
         print(f"run folder: {out} (plots: {plots})")
-    finally:
-        venv.close()
-        for pool in verify_pools:
-            pool.shutdown()
     return 0
 
 
