@@ -79,7 +79,7 @@ from marl.runners import (  # noqa: E402
     run_cell,
     supports,
 )
-from marl.runners.common import REPO  # noqa: E402
+from marl.runners.common import REPO, game_of  # noqa: E402
 from marl.tasks import TASKS, Task, resolve_tasks  # noqa: E402
 
 
@@ -132,7 +132,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", default="bench_marl_out", help="results folder")
     p.add_argument("--jobs", type=int, default=1, help="cells run at once")
     p.add_argument("--python", nargs="+", default=[], metavar="LIB=PATH")
-    p.add_argument("--resume", action="store_true", help="keep cells already in OUT/cells")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep cells already in OUT/cells that were measured on the current game (a cell "
+        "of another scenario settings hash or minor version runs again)",
+    )
     p.add_argument("--report-only", action="store_true", help="only rebuild the report")
     p.add_argument("--run-cell", nargs=5, metavar=("TASK", "LIB", "ALGO", "SEED", "BUDGET"),
                    help=argparse.SUPPRESS)  # fmt: skip
@@ -231,6 +236,52 @@ def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str 
     return cell, None, seconds
 
 
+def same_game(measured: dict | None, current: dict | None) -> bool:
+    """Whether a cell measured on ``measured`` (its record's ``game``) still scores the game
+    its task has now: the same scenario settings hash and the same ``major.minor``
+    package version (a change of the payoffs bumps the minor version; a patch does not
+    change them). Tasks without a game (MPE, VMAS) have ``None`` on both sides.
+
+    Example:
+        >>> old = {"version": "0.2.0", "settings_hash": "ab"}
+        >>> same_game(old, {"version": "0.2.3", "settings_hash": "ab"})
+        True
+        >>> same_game(old, {"version": "0.3.0", "settings_hash": "ab"})
+        False
+        >>> same_game(old, {"version": "0.2.0", "settings_hash": "cd"}), same_game(None, None)
+        (False, True)
+    """
+    if measured is None or current is None:
+        return measured is None and current is None
+
+    def minor(version: str) -> list[str]:
+        return version.split(".")[:2]
+
+    return measured.get("settings_hash") == current["settings_hash"] and minor(
+        str(measured.get("version", ""))
+    ) == minor(current["version"])
+
+
+def resume_keeps(cell: Cell, out: Path, games: dict[str, dict | None]) -> bool:
+    """Whether ``--resume`` keeps ``cell``'s record in ``out/cells``: it exists and was
+    measured on the game its task has now (:func:`same_game`). A record of another game
+    is stale, and the cell runs again; ``games`` caches each task's current game."""
+    path = out / "cells" / f"{cell.name}.json"
+    if not path.exists():
+        return False
+    if cell.task.name not in games:
+        games[cell.task.name] = game_of(cell.task)
+    measured = json.loads(path.read_text()).get("game")
+    if same_game(measured, games[cell.task.name]):
+        return True
+    print(
+        f"stale {cell.name}: measured on {measured}, the game is now "
+        f"{games[cell.task.name]}; running it again",
+        flush=True,
+    )
+    return False
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor()
     try:
@@ -283,6 +334,10 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
             games.setdefault(c["task"], [])
             if tag not in games[c["task"]]:
                 games[c["task"]].append(tag)
+    for task, tags in games.items():  # a table must not mix payoffs: --resume reruns stale cells
+        if len(tags) > 1:
+            table += f"\n\n**{task}: cells of different games** ({'; '.join(tags)})"
+            print(f"warning: {task} has cells of different games: {tags}", file=sys.stderr)
     command = "python benchmarks/bench_marl.py " + shlex.join(args.argv)
     previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     host = now = machine()
@@ -327,9 +382,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for sub in ("cells", "logs"):
             (out / sub).mkdir(parents=True, exist_ok=True)
         pythons = interpreters(args)
-        todo = [
-            c for c in cells if not (args.resume and (out / "cells" / f"{c.name}.json").exists())
-        ]
+        games: dict[str, dict | None] = {}
+        todo = [c for c in cells if not (args.resume and resume_keeps(c, out, games))]
         print(
             f"{len(todo)} cells ({len(cells) - len(todo)} kept), {args.jobs} at a time", flush=True
         )

@@ -253,3 +253,21 @@ def test_curve_points_are_their_own_runs_plotted_and_kept_out_of_the_tables(benc
     assert json.loads((out / "run.json").read_text())["curve_budgets"] == {"tiny": [12]}
     with pytest.raises(SystemExit):
         bench.parse_args(["--curve", "0"])
+
+
+def test_resume_reruns_cells_measured_on_another_game(bench, tmp_path, capsys):
+    cell = bench.Cell(TASKS["tiny"], "ours", "maddpg", 0, 600)
+    games: dict = {}
+    assert not bench.resume_keeps(cell, tmp_path, games)  # no record yet
+    now = bench.game_of(TASKS["tiny"])
+    record = tmp_path / "cells" / f"{cell.name}.json"
+    record.parent.mkdir()
+    record.write_text(json.dumps({"game": {**now, "version": now["version"] + ".post1"}}))
+    assert bench.resume_keeps(cell, tmp_path, games)  # a patch does not change payoffs
+    assert capsys.readouterr().out == ""
+    record.write_text(json.dumps({"game": {**now, "settings_hash": "0123456789ab"}}))
+    assert not bench.resume_keeps(cell, tmp_path, games)
+    assert f"stale {cell.name}: measured on" in capsys.readouterr().out
+    mpe = bench.Cell(TASKS["simple_spread"], "ours", "maddpg", 0, 400)
+    (tmp_path / "cells" / f"{mpe.name}.json").write_text(json.dumps({"game": None}))
+    assert bench.resume_keeps(mpe, tmp_path, games)
