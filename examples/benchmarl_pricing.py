@@ -22,6 +22,9 @@ critic; 5e-5 would not move in a few hundred updates), discount 0 (the stage gam
 immediate reward), target rate 0.01, exploration 0.1 of the price range decaying to a
 floor over the budget; IDDPG keeps a 256-row replay memory as ``IDDPGConfig`` does.
 MAPPO collects 20 evaluations per iteration and makes 8 minibatch updates on them.
+``--parallel`` steps the copies in one worker process each (the task's ``parallel``):
+the same evaluations, bit for bit, on as many cores as copies; on ``tiny`` the workers'
+start (importing torch and TorchRL) costs more than it saves.
 BenchMARL's own evaluation rollouts are off (they would spend evaluations); instead the
 learned pure prices are verified with ``evcs_gym.baselines.exploitability``: each
 station's best unilateral deviation is searched (``--verify-budget`` evaluations per
@@ -31,6 +34,7 @@ Run::
 
     python examples/benchmarl_pricing.py --algo maddpg --scenario tiny --budget 600
     python examples/benchmarl_pricing.py --algo mappo --scenario tiny --budget 600
+    python examples/benchmarl_pricing.py --algo mappo --scenario siouxfalls --budget 200 --parallel
     EVCS_GYM_SMOKE=1 python examples/benchmarl_pricing.py   # CI smoke budget (--smoke)
 
 Printed on ``tiny`` (seed 0, 600 training evaluations; the verification: 32 evaluations
@@ -85,6 +89,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scenario", default="tiny", help="bundled scenario or folder")
     p.add_argument("--budget", type=int, default=600, help="training evaluations (env steps)")
     p.add_argument("--num-envs", type=int, default=2, help="game copies stepped per step")
+    p.add_argument(
+        "--parallel",
+        action="store_true",
+        help="step the copies in worker processes (TorchRL ParallelEnv, one per copy): the "
+        "same evaluations on more cores; pays where an evaluation takes seconds",
+    )
     p.add_argument("--rounds", type=int, default=None, help="repeated game of this many rounds")
     p.add_argument("--verify-budget", type=int, default=32, help="evaluations per station")
     p.add_argument("--verify-seeds", type=int, default=4, help="seeds of the verified gains")
@@ -146,7 +156,9 @@ def train(args: argparse.Namespace, folder: str):
     """
     name = args.scenario.upper() + ("" if args.rounds is None else "_REPEATED")
     member = EVCSTask[name] if name in EVCSTask.__members__ else EVCSTask.TINY
-    task = member.get_task({"scenario": args.scenario, "rounds": args.rounds})
+    task = member.get_task(
+        {"scenario": args.scenario, "rounds": args.rounds, "parallel": args.parallel}
+    )
     model = MlpConfig.get_from_yaml()
     model.num_cells = [64, 64]  # default 256x256
     experiment = Experiment(

@@ -103,14 +103,22 @@ def test_batched_copies_evaluate_different_seeds():
         env.close()
 
 
-def test_parallel_env_workers():
-    env = make_batched_env(2, "tiny", seed=0, parallel=True)
+def test_parallel_env_workers_step_like_the_serial_env():
+    envs = [make_batched_env(2, "tiny", seed=0, parallel=p) for p in (False, True)]
     try:
-        td = env.rollout(1)
-        assert td["next", GROUP, "info", "revenue"].shape == (2, 1, 2)
-        assert td["next", GROUP, "info", "revenue"].sum() > 0
+        steps = []
+        for env in envs:
+            td = env.reset()
+            td[GROUP, "action"] = torch.linspace(-1, 1, 16).reshape(2, 2, 4)
+            steps.append(env.step(td)["next", GROUP])
+        serial, parallel = steps
+        assert parallel["info", "revenue"].shape == (2, 2)
+        assert parallel["info", "revenue"].sum() > 0
+        for key in ("reward", ("info", "revenue"), ("info", "relative_gap")):
+            assert torch.equal(serial[key], parallel[key]), key  # bit for bit
     finally:
-        env.close()
+        for env in envs:
+            env.close()
 
 
 def test_learned_prices_within_bounds_and_deterministic(load_script):

@@ -1,7 +1,8 @@
 """BenchMARL MADDPG / IDDPG / MASAC / MAPPO through BenchMARL's own ``Experiment``.
 
 * EVCS tasks run ``examples/benchmarl_pricing.py`` (``EVCSTask``; its settings and the
-  reasons for them are in that example's docstring).
+  reasons for them are in that example's docstring), with ``--parallel`` on the road
+  networks.
 * VMAS ``navigation`` is BenchMARL's own ``VmasTask.NAVIGATION``.
 * MPE2 ``simple_spread``: BenchMARL's ``PettingZooTask.SIMPLE_SPREAD`` builds TorchRL's
   ``PettingZooEnv``, which in torchrl 0.11 imports ``pettingzoo.mpe`` (moved out of
@@ -34,7 +35,13 @@ DEFAULT_BATCH = 6000
 
 
 def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
-    return run_example("benchmarl_pricing", algorithm, task, seed, budget, smoke, task.rounds)
+    # the copies in worker processes where an evaluation takes seconds (the same
+    # evaluations, bit for bit): BenchMARL steps a SerialEnv on one core otherwise
+    parallel = task.config["scenario"] != "tiny" and not smoke
+    extra = ["--parallel"] if parallel else []
+    return run_example(
+        "benchmarl_pricing", algorithm, task, seed, budget, smoke, task.rounds, extra
+    )
 
 
 class MPE2Class(PettingZooClass):

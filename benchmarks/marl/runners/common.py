@@ -6,7 +6,7 @@ import importlib.util
 import platform
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -109,11 +109,13 @@ def run_example(
     budget: int,
     smoke: bool,
     rounds: int | None,
+    extra: Sequence[str] = (),
 ) -> Trained:
     """Train and verify on an EVCS task with ``examples/<example>.py``'s ``main(argv)``.
 
-    ``rounds``: the example's ``--rounds`` (None: the flag is not passed). The example
-    must return ``evaluations`` and its ``certificate`` (``ExploitabilityResult``).
+    ``rounds``: the example's ``--rounds`` (None: the flag is not passed); ``extra``:
+    further arguments. The example must return ``evaluations`` and its ``certificate``
+    (``ExploitabilityResult``).
     """
     verify = verify_options(task.config["scenario"], smoke)
     argv = [
@@ -126,6 +128,7 @@ def run_example(
     ]  # fmt: skip
     if rounds is not None:
         argv += ["--rounds", str(rounds)]
+    argv += list(extra)
     out = load_example(example).main(argv)
     return Trained(
         env_steps=out["evaluations"],

@@ -1,8 +1,9 @@
 """RLlib PPO (new API stack), one module per agent.
 
 * EVCS one-step game: ``examples/rllib_pricing.py`` (its settings and their reasons are
-  in that example's docstring). The repeated game is not in the grid: that example reads
-  the learned prices off the stage game's constant observation.
+  in that example's docstring), sampling in two env runners on the road networks. The
+  repeated game is not in the grid: that example reads the learned prices off the stage
+  game's constant observation.
 * The other tasks: RLlib's ``PPOConfig`` defaults on ``ParallelPettingZooEnv`` (sampling
   in the driver, no remote env runners: 2 cores), trained until the budget of env steps
   is sampled (an iteration samples a whole batch, so the run may pass the budget by up
@@ -17,7 +18,20 @@ from marl.tasks import Task, make_env
 
 
 def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
-    return run_example("rllib_pricing", algorithm, task, seed, budget, smoke, rounds=None)
+    # sample in two remote env runners where an evaluation takes seconds (RLlib's sampling
+    # is not bit-reproducible either way); in the driver on tiny, where Ray's workers
+    # would cost more than they save
+    runners = 2 if task.config["scenario"] != "tiny" and not smoke else 0
+    return run_example(
+        "rllib_pricing",
+        algorithm,
+        task,
+        seed,
+        budget,
+        smoke,
+        rounds=None,
+        extra=["--env-runners", str(runners)],
+    )
 
 
 def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
