@@ -69,6 +69,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from marl import report  # noqa: E402
@@ -200,10 +202,32 @@ def plan(args: argparse.Namespace) -> tuple[list[Cell], list[str]]:
     return cells, skipped
 
 
+def raw_simulation_seconds(task: Task, repeats: int = 3) -> float | None:
+    """Median seconds of ``repeats`` raw simulations of ``task``'s scenario, timed now
+    (``bench_evaluator.RawSimulation``: one World built, run on free-flow routes and
+    freed); None for a task without a game.
+
+    The host's speed drifts (a raw Sioux Falls simulation took 0.15 s on one day of
+    November 2026 and 0.47 s on another), so the grid times this yardstick just before
+    and just after each cell, and the report gives the cell's wall time in raw
+    simulations beside its minutes.
+    """
+    if task.env != "evcs":
+        return None
+    from bench_evaluator import RawSimulation
+
+    import evcs_gym
+
+    raw = RawSimulation(evcs_gym.load_scenario(task.config["scenario"], warm_start=False))
+    return float(np.median([raw.seconds() for _ in range(repeats)]))
+
+
 def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str | None, float]:
     """Run ``cell`` in a fresh process of ``python``.
 
-    Returns the cell, None or the error's last lines, and the process's seconds.
+    Returns the cell, None or the error's last lines, and the process's seconds. The
+    record gets ``raw_simulation_s``: :func:`raw_simulation_seconds` just before and
+    just after the cell (not with ``smoke``).
     """
     record = out / "cells" / f"{cell.name}.json"
     log = out / "logs" / f"{cell.name}.log"
@@ -222,6 +246,7 @@ def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str 
         str(record),
     ] + (["--smoke"] if smoke else [])
     env = {**os.environ, "OMP_NUM_THREADS": "1", "RAY_TMPDIR": "/tmp", "PYTHONHASHSEED": "0"}
+    raw_before = None if smoke else raw_simulation_seconds(cell.task)
     started = time.perf_counter()
     with log.open("w") as f:
         f.write(shlex.join(cmd) + "\n")
@@ -231,8 +256,13 @@ def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str 
     if code != 0 or not record.exists():
         tail = log.read_text().strip().splitlines()[-5:]
         return cell, f"exit status {code}; {log}:\n    " + "\n    ".join(tail), seconds
+    extra: dict[str, Any] = {}
     if cell.curve:  # the report keeps curve points out of the tables
-        record.write_text(json.dumps({**json.loads(record.read_text()), "curve": True}, indent=1))
+        extra["curve"] = True
+    if raw_before is not None:
+        extra["raw_simulation_s"] = [raw_before, raw_simulation_seconds(cell.task)]
+    if extra:
+        record.write_text(json.dumps({**json.loads(record.read_text()), **extra}, indent=1))
     return cell, None, seconds
 
 

@@ -271,3 +271,17 @@ def test_resume_reruns_cells_measured_on_another_game(bench, tmp_path, capsys):
     mpe = bench.Cell(TASKS["simple_spread"], "ours", "maddpg", 0, 400)
     (tmp_path / "cells" / f"{mpe.name}.json").write_text(json.dumps({"game": None}))
     assert bench.resume_keeps(mpe, tmp_path, games)
+
+
+def test_cells_are_timed_against_a_raw_simulation_of_their_scenario(bench):
+    assert bench.raw_simulation_seconds(TASKS["simple_spread"]) is None  # no game
+    assert bench.raw_simulation_seconds(TASKS["tiny"], repeats=1) > 0
+    cells = [
+        {"task": "tiny", "env": "evcs", "library": "ours", "algorithm": "maddpg", "seed": s,
+         "env_steps": 600, "wall_s": wall, "relative_nash_conv": 0.01, "total_revenue": 1.0,
+         **raw}
+        for s, wall, raw in ((0, 60.0, {"raw_simulation_s": [0.01, 0.03]}), (1, 90.0, {}))
+    ]  # fmt: skip
+    row = report.summarize(cells)[("tiny", "ours-maddpg")]
+    assert row["wall_raw"] == pytest.approx(3000.0)  # the cell that has the timings
+    assert "| 1.2 min (3,000 raw sims) |" in report.markdown_tables({("tiny", "x"): row}, {})

@@ -35,6 +35,7 @@ __all__ = [
     "plot_curves",
     "plot_tasks",
     "summarize",
+    "wall_in_raw_simulations",
     "write_csv",
 ]
 
@@ -97,6 +98,26 @@ def grid_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return [c for c in cells if not c.get("curve")]
 
 
+def wall_in_raw_simulations(cells: Sequence[Mapping[str, Any]]) -> float:
+    """Mean over ``cells`` of a cell's wall time divided by the mean of the raw
+    simulations timed just before and just after it (``raw_simulation_s``, recorded by
+    ``bench_marl.py``): the cost of a cell in units of the host's speed of the moment,
+    which drifts between days. NaN if no cell has the timings (cells measured before
+    they were recorded, smoke runs, tasks without a game).
+
+    Example:
+        >>> wall_in_raw_simulations([{"wall_s": 600.0, "raw_simulation_s": [0.4, 0.6]},
+        ...                          {"wall_s": 300.0}])
+        1200.0
+    """
+    ratios = [
+        c["wall_s"] / float(np.mean(c["raw_simulation_s"]))
+        for c in cells
+        if c.get("raw_simulation_s")
+    ]
+    return float(np.mean(ratios)) if ratios else math.nan
+
+
 def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """Per (task, algorithm): mean, sample sd and 95 % interval (:func:`mean_interval`)
     of the headline figure over seeds, and the means of total revenue (EVCS), env steps,
@@ -120,6 +141,7 @@ def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[
             "ci_high": high,
             "env_steps": float(np.mean([c["env_steps"] for c in group])),
             "wall_s": float(np.mean([c["wall_s"] for c in group])),
+            "wall_raw": wall_in_raw_simulations(group),
         }
         if row["env"] == "evcs":
             row["total_revenue"] = float(np.mean([c["total_revenue"] for c in group]))
@@ -206,6 +228,12 @@ def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def _wall(row: Mapping[str, Any]) -> str:
+    """Wall time per cell, and in raw simulations where the cells recorded them."""
+    raw = row.get("wall_raw", math.nan)
+    return _minutes(row["wall_s"]) + ("" if math.isnan(raw) else f" ({raw:,.0f} raw sims)")
+
+
 def markdown_tables(
     summary: Mapping[tuple[str, str], Mapping[str, Any]],
     budgets: Mapping[str, str],
@@ -215,8 +243,10 @@ def markdown_tables(
 
     One table per EVCS task (verified NashConv, lower is better): the score, the mean
     SE of the verification, the cell's evaluations (training + verification) and wall
-    time per cell. One table for the other tasks together (mean evaluation return,
-    higher is better) with wall time per cell.
+    time per cell, also in raw simulations of the scenario where the cells recorded
+    them (:func:`wall_in_raw_simulations`: mean over the cells that did). One table for
+    the other tasks together (mean evaluation return, higher is better) with wall time
+    per cell.
     """
     lines = []
     rows = [r for r in summary.values() if r["env"] == "evcs"]
@@ -234,9 +264,7 @@ def markdown_tables(
             se = "—" if math.isnan(r.get("mean_se", math.nan)) else f"± {r['mean_se']:.1%}"
             verify = r.get("verify_evaluations", math.nan)
             evals = f"{r['env_steps']:.0f}" + ("" if math.isnan(verify) else f" + {verify:.0f}")
-            lines.append(
-                f"| {r['algorithm']} | {_fmt(r)} | {se} | {evals} | {_minutes(r['wall_s'])} |"
-            )
+            lines.append(f"| {r['algorithm']} | {_fmt(r)} | {se} | {evals} | {_wall(r)} |")
         lines.append("")
     rows = [r for r in summary.values() if r["env"] != "evcs"]
     if rows:
