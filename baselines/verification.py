@@ -41,6 +41,8 @@ def verify_prices(
     *,
     budget: int,
     seeds: int | Sequence[int],
+    seed: int = 0,
+    search_seeds: int = 1,
     workers: int = 1,
     title: str = "learned pure prices",
     out: Callable[[str], Any] = print,
@@ -51,8 +53,12 @@ def verify_prices(
         data: ``NetworkData`` (or anything :func:`exploitability` takes).
         prices: ``{station: (n_periods,) prices}``.
         budget: the deviation search's evaluations per station (hard cap).
-        seeds: seeds every gain is re-evaluated on (``n`` for ``0..n-1``); the search runs
-            on the first.
+        seeds: seeds every gain is re-evaluated on (``n``: ``seed .. seed + n - 1``).
+        seed: the first seed when ``seeds`` is a count (``evcs-gym train`` uses the
+            training seed).
+        search_seeds: the search scores each candidate on the mean of the first this many
+            of ``seeds`` (:func:`exploitability`'s ``search_seeds``; ``evcs-gym train``
+            uses 2).
         workers: ``> 1`` verifies in a :class:`~evcs_gym.ParallelEvaluatorPool` of that
             many processes (``data`` must then be ``NetworkData``).
         title: heading of the price lines.
@@ -71,9 +77,13 @@ def verify_prices(
         from evcs_gym import ParallelEvaluatorPool
 
         with ParallelEvaluatorPool(data, n_workers=workers) as pool:
-            cert = exploitability(pool, dict(prices), seeds=seeds, budget=budget)
+            cert = exploitability(
+                pool, dict(prices), seed, budget, seeds=seeds, search_seeds=search_seeds
+            )
     else:
-        cert = exploitability(data, dict(prices), seeds=seeds, budget=budget)
+        cert = exploitability(
+            data, dict(prices), seed, budget, seeds=seeds, search_seeds=search_seeds
+        )
     out(cert.summary())
     out(
         f"verified NashConv: {cert.relative_nash_conv:.2%} ± {cert.relative_nash_conv_se:.2%} "

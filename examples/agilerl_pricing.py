@@ -60,7 +60,7 @@ from evcs_gym.integrations.agilerl import (
     true_next_obs,
 )
 
-SMOKE = {"budget": 16, "rounds": 2, "verify_budget": 6, "verify_seeds": 2}
+SMOKE = {"budget": 16, "rounds": 2, "verify_budget": 6, "verify_seeds": 2, "workers": 1}
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -74,6 +74,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=10, help="rounds per episode")
     parser.add_argument("--verify-budget", type=int, default=32, help="evaluations/station")
     parser.add_argument("--verify-seeds", type=int, default=4, help="seeds of the gains (>= 2)")
+    parser.add_argument(
+        "--verify-search-seeds",
+        type=int,
+        default=1,
+        help="seeds each candidate of the deviation search is scored on (their mean)",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="evaluator processes to verify")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="tiny budgets (CI)")
     args = parser.parse_args(argv)
@@ -174,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         prices,
         budget=args.verify_budget,
         seeds=args.verify_seeds,
+        seed=args.seed,
+        search_seeds=args.verify_search_seeds,
+        workers=args.workers,
         title="learned pure prices (deterministic actions at the last observation)",
     )
     wall = time.perf_counter() - t0

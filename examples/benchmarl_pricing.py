@@ -98,6 +98,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=None, help="repeated game of this many rounds")
     p.add_argument("--verify-budget", type=int, default=32, help="evaluations per station")
     p.add_argument("--verify-seeds", type=int, default=4, help="seeds of the verified gains")
+    p.add_argument(
+        "--verify-search-seeds",
+        type=int,
+        default=1,
+        help="seeds each candidate of the deviation search is scored on (their mean)",
+    )
     p.add_argument("--workers", type=int, default=2, help="evaluator processes to verify")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="BenchMARL's experiment folder (default: temp)")
@@ -199,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         prices,
         budget=args.verify_budget,
         seeds=args.verify_seeds,
+        seed=args.seed,
+        search_seeds=args.verify_search_seeds,
         workers=args.workers,
         title=f"{experiment.n_iters_performed} iterations; learned pure prices",
     )

@@ -285,3 +285,20 @@ def test_cells_are_timed_against_a_raw_simulation_of_their_scenario(bench):
     row = report.summarize(cells)[("tiny", "ours-maddpg")]
     assert row["wall_raw"] == pytest.approx(3000.0)  # the cell that has the timings
     assert "| 1.2 min (3,000 raw sims) |" in report.markdown_tables({("tiny", "x"): row}, {})
+
+
+def test_every_cell_is_verified_alike():
+    from marl.runners.common import verify_options
+
+    from evcs_gym import load_scenario
+    from evcs_gym.baselines import verify_prices
+
+    # the same search for every library: each candidate on the mean of 2 seeds, as
+    # `evcs-gym train` (our runner) does; the verification's seeds start at the cell's
+    for scenario in ("tiny", "siouxfalls"):
+        assert verify_options(scenario, smoke=False)["search_seeds"] == 2
+    lows = {"A": [0.5] * 4, "B": [0.5] * 4}
+    cert = verify_prices(
+        load_scenario("tiny"), lows, budget=4, seeds=2, seed=3, search_seeds=2, out=print
+    )
+    assert cert.seeds == (3, 4) and "search on the mean of seeds [3, 4]" in cert.summary()

@@ -50,6 +50,7 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
             "--seed", str(seed),
             "--verify-budget", str(verify["budget"]),
             "--verify-seeds", str(verify["seeds"]),
+            "--verify-search-seeds", str(verify["search_seeds"]),
             "--workers", "2",
             "--out", out,
             "--quiet",

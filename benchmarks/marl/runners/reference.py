@@ -77,6 +77,8 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
         prices,
         budget=verify["budget"],
         seeds=verify["seeds"],
+        seed=seed,
+        search_seeds=verify["search_seeds"],
         workers=2,
         title=f"reference row {algorithm!r}",
     )
