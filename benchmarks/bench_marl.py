@@ -30,13 +30,16 @@ pricing game at those smaller budgets, each point its own run (``..._budget50.js
 algorithm, the reference rows as lines, and marl-eval's JSON holds the points as steps;
 the tables use the grid's budget only.
 
-Cost, measured on 2 cores (2026-11-29, ``results/marl_siouxfalls/``): a ``tiny`` cell
-1–4 min; a Sioux Falls one-step cell of evcs-gym's MADDPG 19.7 min (200 training and
-130 verification evaluations); the reference rows 2–4 min each. The Sioux Falls column
-(our three, BenchMARL MAPPO, AgileRL MADDPG and MATD3, RLlib PPO at seeds 0–2: 21
-learner cells, one at a time because each uses both cores, and the three reference
-rows) is therefore about 7 hours, more where a library steps its game copies in one
-process. Run it in the background with ``--resume`` and commit cells as they land::
+Cost, measured on 2 cores (``results/marl_siouxfalls/``; a raw Sioux Falls simulation
+took 0.3–0.4 s, and the table also gives each cell's time in raw simulations): a
+``tiny`` cell 1–4 min; a Sioux Falls one-step cell 20–35 min — evcs-gym's MADDPG 19.7
+min (200 training and 130 verification evaluations, 2026-11-29), AgileRL MADDPG 31.1
+min (18.9 training, 11.8 verifying), BenchMARL MAPPO about 31 min (24.6 training,
+its two copies in ``ParallelEnv`` workers); the reference rows 3–6 min each
+(2026-11-30). The Sioux Falls column (our three, BenchMARL MAPPO, AgileRL MADDPG and
+MATD3, RLlib PPO at seeds 0–2: 21 learner cells, one at a time because each uses both
+cores, and the three reference rows) is therefore about 10 hours on such a host.
+Run it in the background with ``--resume`` and commit cells as they land::
 
     python benchmarks/bench_marl.py --tasks siouxfalls --algorithms ours-maddpg ours-iddpg \\
         ours-mfddpg benchmarl-mappo agilerl-maddpg agilerl-matd3 rllib-ppo reference-solve \\
