@@ -42,7 +42,12 @@ from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
 from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
 from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig
 from evcs_gym.baselines.vec import SerialVecEnv
-from evcs_gym.baselines.verification import format_prices, verify_prices
+from evcs_gym.baselines.verification import (
+    add_verification_arguments,
+    format_prices,
+    verify_from_args,
+    verify_prices,
+)
 
 ALGORITHMS: dict[str, type[MADDPG]] = {"maddpg": MADDPG, "iddpg": IDDPG, "mfddpg": MFDDPG}
 """Algorithm classes by their ``name``."""
@@ -56,8 +61,10 @@ __all__ = [
     "SerialVecEnv",
     "SolverResult",
     "TrainerConfig",
+    "add_verification_arguments",
     "exploitability",
     "format_prices",
+    "verify_from_args",
     "verify_prices",
     "IDDPG",
     "MADDPG",

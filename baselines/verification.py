@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from evcs_gym.baselines.exploitability import ExploitabilityResult, exploitability
 
-__all__ = ["format_prices", "verify_prices"]
+__all__ = ["add_verification_arguments", "format_prices", "verify_from_args", "verify_prices"]
 
 
 def format_prices(prices: Mapping[str, Any], digits: int = 3) -> list[str]:
@@ -90,3 +91,44 @@ def verify_prices(
         f"of total revenue, max relative gain {cert.max_relative_gain:.2%}"
     )
     return cert
+
+
+def add_verification_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the verification flags every library example takes to ``parser``:
+    ``--verify-budget`` (32), ``--verify-seeds`` (4), ``--verify-search-seeds`` (1) and
+    ``--workers`` (2); :func:`verify_from_args` reads them (and ``--seed``).
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_verification_arguments(parser)
+        >>> args = parser.parse_args(["--verify-search-seeds", "2"])
+        >>> args.verify_budget, args.verify_seeds, args.verify_search_seeds, args.workers
+        (32, 4, 2, 2)
+    """
+    add = parser.add_argument
+    add("--verify-budget", type=int, default=32, help="deviation candidates per station")
+    add("--verify-seeds", type=int, default=4, help="seeds of the verified gains (>= 2)")
+    add(
+        "--verify-search-seeds",
+        type=int,
+        default=1,
+        help="seeds each candidate of the deviation search is scored on (their mean)",
+    )
+    add("--workers", type=int, default=2, help="evaluator processes to verify")
+
+
+def verify_from_args(
+    data: Any, prices: Mapping[str, Any], args: argparse.Namespace, title: str
+) -> ExploitabilityResult:
+    """:func:`verify_prices` with the flags of :func:`add_verification_arguments`, from
+    ``args.seed``."""
+    return verify_prices(
+        data,
+        prices,
+        budget=args.verify_budget,
+        seeds=args.verify_seeds,
+        seed=args.seed,
+        search_seeds=args.verify_search_seeds,
+        workers=args.workers,
+        title=title,
+    )

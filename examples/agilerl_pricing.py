@@ -51,7 +51,7 @@ from agilerl.components.data import MultiAgentTransition, transition_to_tensordi
 from agilerl.components.replay_buffer import ReplayBuffer
 
 import evcs_gym
-from evcs_gym.baselines import verify_prices
+from evcs_gym.baselines import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.agilerl import (
     agent_spaces,
     learned_prices,
@@ -72,15 +72,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--num-envs", type=int, default=2, help="game copies (processes)")
     parser.add_argument("--rounds", type=int, default=10, help="rounds per episode")
-    parser.add_argument("--verify-budget", type=int, default=32, help="evaluations/station")
-    parser.add_argument("--verify-seeds", type=int, default=4, help="seeds of the gains (>= 2)")
-    parser.add_argument(
-        "--verify-search-seeds",
-        type=int,
-        default=1,
-        help="seeds each candidate of the deviation search is scored on (their mean)",
-    )
-    parser.add_argument("--workers", type=int, default=2, help="evaluator processes to verify")
+    add_verification_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="tiny budgets (CI)")
     args = parser.parse_args(argv)
@@ -176,15 +168,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         env.close()
     train_s = time.perf_counter() - t0
     prices = learned_prices(agent, last_obs)
-    cert = verify_prices(
-        nd,
-        prices,
-        budget=args.verify_budget,
-        seeds=args.verify_seeds,
-        seed=args.seed,
-        search_seeds=args.verify_search_seeds,
-        workers=args.workers,
-        title="learned pure prices (deterministic actions at the last observation)",
+    cert = verify_from_args(
+        nd, prices, args, "learned pure prices (deterministic actions at the last observation)"
     )
     wall = time.perf_counter() - t0
     print(

@@ -70,7 +70,7 @@ from benchmarl.experiment import Experiment, ExperimentConfig
 from benchmarl.models.mlp import MlpConfig
 
 import evcs_gym
-from evcs_gym.baselines import verify_prices
+from evcs_gym.baselines import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.benchmarl import EVCSTask
 from evcs_gym.integrations.torchrl import learned_prices, make_torchrl_env
 
@@ -96,15 +96,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "same evaluations on more cores; pays where an evaluation takes seconds",
     )
     p.add_argument("--rounds", type=int, default=None, help="repeated game of this many rounds")
-    p.add_argument("--verify-budget", type=int, default=32, help="evaluations per station")
-    p.add_argument("--verify-seeds", type=int, default=4, help="seeds of the verified gains")
-    p.add_argument(
-        "--verify-search-seeds",
-        type=int,
-        default=1,
-        help="seeds each candidate of the deviation search is scored on (their mean)",
-    )
-    p.add_argument("--workers", type=int, default=2, help="evaluator processes to verify")
+    add_verification_arguments(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="BenchMARL's experiment folder (default: temp)")
     p.add_argument("--smoke", action="store_true", help="tiny CI budget (or EVCS_GYM_SMOKE=1)")
@@ -200,15 +192,8 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.rounds is not None:  # the deterministic rollout that read the prices
         evaluations += args.rounds
     train_time = time.perf_counter() - t0
-    cert = verify_prices(
-        nd,
-        prices,
-        budget=args.verify_budget,
-        seeds=args.verify_seeds,
-        seed=args.seed,
-        search_seeds=args.verify_search_seeds,
-        workers=args.workers,
-        title=f"{experiment.n_iters_performed} iterations; learned pure prices",
+    cert = verify_from_args(
+        nd, prices, args, f"{experiment.n_iters_performed} iterations; learned pure prices"
     )
     wall = time.perf_counter() - t0
     print(

@@ -48,7 +48,7 @@ from typing import Any
 import ray
 
 import evcs_gym
-from evcs_gym.baselines import verify_prices
+from evcs_gym.baselines import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.rllib import learned_prices, ppo_config, sac_config, train_until
 
 SMOKE = {"budget": 16, "verify_budget": 6, "verify_seeds": 2, "workers": 1}
@@ -64,15 +64,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--env-runners", type=int, default=0, help="remote samplers (0: sample in this process)"
     )
-    parser.add_argument("--verify-budget", type=int, default=32, help="evaluations/station")
-    parser.add_argument("--verify-seeds", type=int, default=4, help="seeds of the gains (>= 2)")
-    parser.add_argument(
-        "--verify-search-seeds",
-        type=int,
-        default=1,
-        help="seeds each candidate of the deviation search is scored on (their mean)",
-    )
-    parser.add_argument("--workers", type=int, default=2, help="evaluator processes to verify")
+    add_verification_arguments(parser)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--smoke", action="store_true", help="tiny budgets (CI)")
     args = parser.parse_args(argv)
@@ -137,15 +129,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if started:
             ray.shutdown()
     train_s = time.perf_counter() - t0
-    cert = verify_prices(
+    cert = verify_from_args(
         nd,
         prices,
-        budget=args.verify_budget,
-        seeds=args.verify_seeds,
-        seed=args.seed,
-        search_seeds=args.verify_search_seeds,
-        workers=args.workers,
-        title="learned pure prices (each module's mean action on the constant observation)",
+        args,
+        "learned pure prices (each module's mean action on the constant observation)",
     )
     wall = time.perf_counter() - t0
     print(

@@ -69,7 +69,7 @@ from torchrl.modules import AdditiveGaussianModule, MultiAgentMLP, Probabilistic
 from torchrl.objectives import DDPGLoss, SoftUpdate, ValueEstimators
 
 import evcs_gym
-from evcs_gym.baselines import verify_prices
+from evcs_gym.baselines import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.torchrl import GROUP, learned_prices, make_batched_env, make_torchrl_env
 
 SMOKE = os.environ.get("EVCS_GYM_SMOKE", "") not in ("", "0")
@@ -125,15 +125,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "torchrl first, which pays off only for runs of many minutes)",
     )
     p.add_argument("--rounds", type=int, default=None, help="repeated game of this many rounds")
-    p.add_argument("--verify-budget", type=int, default=32, help="evaluations per station")
-    p.add_argument("--verify-seeds", type=int, default=4, help="seeds of the verified gains")
-    p.add_argument(
-        "--verify-search-seeds",
-        type=int,
-        default=1,
-        help="seeds each candidate of the deviation search is scored on (their mean)",
-    )
-    p.add_argument("--workers", type=int, default=2, help="evaluator processes to verify")
+    add_verification_arguments(p)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--smoke", action="store_true", help="tiny CI budget (or EVCS_GYM_SMOKE=1)")
     args = p.parse_args(argv)
@@ -328,15 +320,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.rounds is not None:  # the deterministic rollout that read the prices
         evaluations += args.rounds
     train_time = time.perf_counter() - t0
-    cert = verify_prices(
-        nd,
-        prices,
-        budget=args.verify_budget,
-        seeds=args.verify_seeds,
-        seed=args.seed,
-        search_seeds=args.verify_search_seeds,
-        workers=args.workers,
-    )
+    cert = verify_from_args(nd, prices, args, "learned pure prices")
     wall = time.perf_counter() - t0
     print(
         f"evaluations: {evaluations} training + {cert.evaluations} verification = "
