@@ -34,7 +34,7 @@ Cost, measured on 2 cores (``results/marl_siouxfalls/``; a raw Sioux Falls simul
 took 0.3–0.4 s, and the table also gives each cell's time in raw simulations): a
 ``tiny`` cell 1–4 min; a Sioux Falls one-step cell 20–35 min — evcs-gym's MADDPG 19.7
 min (200 training and 130 verification evaluations, 2026-11-29), AgileRL MADDPG 31.1
-min (18.9 training, 11.8 verifying), BenchMARL MAPPO about 31 min (24.6 training,
+min (18.9 training, 11.8 verifying), BenchMARL MAPPO 35.5 min (24.8 training,
 its two copies in ``ParallelEnv`` workers); the reference rows 3–6 min each
 (2026-11-30). The Sioux Falls column (our three, BenchMARL MAPPO, AgileRL MADDPG and
 MATD3, RLlib PPO at seeds 0–2: 21 learner cells, one at a time because each uses both
