@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -77,13 +78,12 @@ def verify_prices(
     if workers > 1:
         from evcs_gym import ParallelEvaluatorPool
 
-        with ParallelEvaluatorPool(data, n_workers=workers) as pool:
-            cert = exploitability(
-                pool, dict(prices), seed, budget, seeds=seeds, search_seeds=search_seeds
-            )
+        evaluator = ParallelEvaluatorPool(data, n_workers=workers)
     else:
+        evaluator = contextlib.nullcontext(data)
+    with evaluator as backend:
         cert = exploitability(
-            data, dict(prices), seed, budget, seeds=seeds, search_seeds=search_seeds
+            backend, dict(prices), seed, budget, seeds=seeds, search_seeds=search_seeds
         )
     out(cert.summary())
     out(
