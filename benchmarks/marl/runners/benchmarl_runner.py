@@ -27,7 +27,7 @@ from benchmarl.environments.pettingzoo.common import PettingZooClass
 from torchrl.envs import PettingZooWrapper
 
 from marl.evaluation import evaluate_returns
-from marl.runners.common import Trained, load_example, run_example
+from marl.runners.common import Trained, load_example, run_example, spread_over_cores
 from marl.tasks import Task, make_env
 
 DEFAULT_BATCH = 6000
@@ -35,10 +35,8 @@ DEFAULT_BATCH = 6000
 
 
 def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
-    # the copies in worker processes where an evaluation takes seconds (the same
-    # evaluations, bit for bit): BenchMARL steps a SerialEnv on one core otherwise
-    parallel = task.config["scenario"] != "tiny" and not smoke
-    extra = ["--parallel"] if parallel else []
+    # BenchMARL steps a SerialEnv on one core otherwise (--parallel: the same evaluations)
+    extra = ["--parallel"] if spread_over_cores(task, smoke) else []
     return run_example(
         "benchmarl_pricing", algorithm, task, seed, budget, smoke, task.rounds, extra
     )

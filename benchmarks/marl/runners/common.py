@@ -75,6 +75,13 @@ def load_example(name: str) -> Any:
     return module
 
 
+def spread_over_cores(task: Any, smoke: bool) -> bool:
+    """Whether a peer library should step its game copies in worker processes: on the
+    road networks, where an evaluation takes seconds; not on ``tiny`` or at smoke size,
+    where starting the workers costs more than it saves."""
+    return task.config["scenario"] != "tiny" and not smoke
+
+
 def verify_options(scenario: str, smoke: bool) -> dict[str, int]:
     """The verification's budget and seeds for ``scenario`` (CI smoke: 4 and 2)."""
     if smoke:

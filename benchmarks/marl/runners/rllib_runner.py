@@ -13,15 +13,14 @@
 from __future__ import annotations
 
 from marl.evaluation import evaluate_returns
-from marl.runners.common import Trained, run_example
+from marl.runners.common import Trained, run_example, spread_over_cores
 from marl.tasks import Task, make_env
 
 
 def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
-    # sample in two remote env runners where an evaluation takes seconds (RLlib's sampling
-    # is not bit-reproducible either way); in the driver on tiny, where Ray's workers
-    # would cost more than they save
-    runners = 2 if task.config["scenario"] != "tiny" and not smoke else 0
+    # two remote env runners, else sampling in the driver (RLlib's sampling is not
+    # bit-reproducible either way)
+    runners = 2 if spread_over_cores(task, smoke) else 0
     return run_example(
         "rllib_pricing",
         algorithm,
