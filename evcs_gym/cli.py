@@ -361,9 +361,11 @@ def _cmd_train(args: argparse.Namespace) -> int:
             )
         if verify_budget > 0:
             print(
-                f"verifying in the simulator (<= {verify_budget} price vectors per station: "
-                f"each period alone at each bound and {args.verify_grid} uniform levels, on "
-                f"the mean of {min(args.verify_search_seeds, args.verify_seeds)} seeds)..."
+                f"verifying in the simulator (<= {verify_budget} price vectors per station, "
+                f"in this order while they last: the current prices, each period alone at "
+                f"each bound, {args.verify_grid} uniform levels, the combined move; each "
+                f"scored on the mean of {min(args.verify_search_seeds, args.verify_seeds)} "
+                "seeds; what was reached is printed below)..."
             )
             cert = trainer.verify(pure)
             summary["verified_exploitability"] = cert
