@@ -36,10 +36,11 @@ took 0.3–0.4 s, and the table also gives each cell's time in raw simulations):
 min (200 training and 130 verification evaluations, 2026-11-29), AgileRL MADDPG 31.1
 min (18.9 training, 11.8 verifying), BenchMARL MAPPO 35.5 min (24.8 training,
 its two copies in ``ParallelEnv`` workers); the reference rows 3–6 min each
-(2026-11-30). On a faster host (0.16–0.24 s per raw simulation, seed 1 on 2026-11-30) a
-learner cell took 10–17 min. The Sioux Falls column (our three, BenchMARL MAPPO, AgileRL
-MADDPG and MATD3, RLlib PPO at seeds 0–2: 21 learner cells, one at a time because each
-uses both cores, and the three reference rows) is therefore 5–10 hours.
+(2026-11-30). On a faster host (0.15–0.24 s per raw simulation, seeds 1 and 2 on
+2026-11-30) a learner cell took 10–18 min. The Sioux Falls column (our three, BenchMARL
+MAPPO, AgileRL MADDPG and MATD3, RLlib PPO at seeds 0–2: 21 learner cells, one at a time
+because each uses both cores, and the three reference rows) is therefore 5–10 hours; the
+measured one took 6.7 hours of cells, seed 0 and the reference rows on the slower host.
 Run it in the background with ``--resume`` and commit cells as they land::
 
     python benchmarks/bench_marl.py --tasks siouxfalls --algorithms ours-maddpg ours-iddpg \\
