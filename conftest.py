@@ -12,7 +12,7 @@ from __future__ import annotations
 import importlib.util
 
 OPTIONAL_MODULES = {
-    "evcs_gym/_ray_backend.py": "ray",
+    "evcs_gym/parallel/ray_backend.py": "ray",
     "benchmarks/marl/vmas_env.py": "vmas",
     "benchmarks/marl/runners/benchmarl_runner.py": "benchmarl",
 }

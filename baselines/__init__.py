@@ -10,10 +10,11 @@ critic sees:
 All implement the :class:`Algorithm` protocol (batched acting and storing for vector envs,
 ``learn()``, ``get_critics()``, ``save``/``load``). :class:`NashConvChecker` estimates
 NashConv from the learned critics by projected gradient ascent on each agent's own action.
-:class:`GameTrainer` trains any of them through a multi-agent vector env;
-:func:`exploitability` verifies a price profile in the simulator (:func:`verify_prices`
-prints the report every trainer ends with) and
-:class:`BestResponseDynamics` is the reference equilibrium solver.
+:class:`GameTrainer` trains any of them through a multi-agent vector env, and
+:mod:`~evcs_gym.baselines.recipe` derives a training run's settings from its budget.
+The game's equilibrium tools (verified exploitability, the reference solver) live in
+:mod:`evcs_gym.equilibrium`; their names still import from here, with a
+``DeprecationWarning``.
 
 Nothing here is specific to EV charging: any env with 1-D Box observations and finite 1-D Box
 actions works, e.g. ``MADDPG.from_env(simple_spread_v3.parallel_env(continuous_actions=True))``
@@ -22,8 +23,11 @@ with ``from mpe2 import simple_spread_v3``.
 
 from __future__ import annotations
 
+import importlib
+import warnings
+from typing import Any
+
 from evcs_gym.baselines.algorithm import Algorithm, CriticFn
-from evcs_gym.baselines.best_response import BestResponseDynamics, SolverResult
 from evcs_gym.baselines.common import (
     Actor,
     Batch,
@@ -34,7 +38,6 @@ from evcs_gym.baselines.common import (
     polyak_update,
     torch_seeded,
 )
-from evcs_gym.baselines.exploitability import ExploitabilityResult, exploitability
 from evcs_gym.baselines.history import GameHistory
 from evcs_gym.baselines.iddpg import IDDPG, IDDPGConfig
 from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
@@ -42,30 +45,16 @@ from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
 from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
 from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig
 from evcs_gym.baselines.vec import SerialVecEnv
-from evcs_gym.baselines.verification import (
-    add_verification_arguments,
-    format_prices,
-    verify_from_args,
-    verify_prices,
-)
 
 ALGORITHMS: dict[str, type[MADDPG]] = {"maddpg": MADDPG, "iddpg": IDDPG, "mfddpg": MFDDPG}
 """Algorithm classes by their ``name``."""
 
 __all__ = [
     "ALGORITHMS",
-    "BestResponseDynamics",
-    "ExploitabilityResult",
     "GameHistory",
     "GameTrainer",
     "SerialVecEnv",
-    "SolverResult",
     "TrainerConfig",
-    "add_verification_arguments",
-    "exploitability",
-    "format_prices",
-    "verify_from_args",
-    "verify_prices",
     "IDDPG",
     "MADDPG",
     "MFDDPG",
@@ -85,3 +74,27 @@ __all__ = [
     "polyak_update",
     "torch_seeded",
 ]
+
+_MOVED_TO_EQUILIBRIUM = (
+    "BestResponseDynamics",
+    "ExploitabilityResult",
+    "SolverResult",
+    "add_verification_arguments",
+    "exploitability",
+    "format_prices",
+    "verify_from_args",
+    "verify_prices",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The equilibrium tools' 0.2.0 names, now in :mod:`evcs_gym.equilibrium` (deprecated)."""
+    if name in _MOVED_TO_EQUILIBRIUM:
+        warnings.warn(
+            f"`evcs_gym.baselines.{name}` moved to `evcs_gym.equilibrium.{name}` in evcs-gym "
+            "0.3.0; import it from there (the old name will be removed)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module("evcs_gym.equilibrium"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

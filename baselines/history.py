@@ -199,11 +199,11 @@ def versions() -> dict[str, str]:
     import pettingzoo
     import uxsim
 
-    import evcs_gym
+    from evcs_gym._version import __version__
 
     out = {
         "python": platform.python_version(),
-        "evcs_gym": evcs_gym.__version__,
+        "evcs_gym": __version__,
         "numpy": np.__version__,
         "gymnasium": gymnasium.__version__,
         "pettingzoo": pettingzoo.__version__,

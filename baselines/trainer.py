@@ -15,7 +15,7 @@ threshold; if the strategy stalls while exploitability stays high it calls
 
 Nothing here is specific to EV charging: simulator verification enters through the
 optional ``verifier`` callable (the CLI passes one that runs
-:func:`~evcs_gym.baselines.exploitability.exploitability`).
+:func:`~evcs_gym.equilibrium.exploitability.exploitability`).
 """
 
 from __future__ import annotations

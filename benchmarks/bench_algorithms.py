@@ -3,7 +3,7 @@
 For each scenario (default: tiny) every learner trains through the vector env
 (``--num-envs`` copies, ``--workers`` evaluator processes) for ``--budget`` evaluations
 with the same seeds; its final pure prices are then verified in the simulator
-(:func:`evcs_gym.baselines.exploitability`, ``--verify-budget`` evaluations per
+(:func:`evcs_gym.equilibrium.exploitability`, ``--verify-budget`` evaluations per
 station). The reference solver (:class:`~evcs_gym.baselines.BestResponseDynamics`) gets
 the same evaluation budget. Prints a table: final prices, total revenue, verified
 relative NashConv, the largest per-station relative gain, evaluations and wall time.
@@ -21,15 +21,10 @@ import numpy as np
 import torch
 
 import evcs_gym
-from evcs_gym.baselines import (
-    ALGORITHMS,
-    BestResponseDynamics,
-    GameTrainer,
-    TrainerConfig,
-    exploitability,
-)
+from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
 from evcs_gym.cli import parse_settings
-from evcs_gym.pool import ParallelEvaluatorPool
+from evcs_gym.equilibrium import BestResponseDynamics, exploitability
+from evcs_gym.parallel.pool import ParallelEvaluatorPool
 from evcs_gym.wrappers import make_vector_env
 
 

@@ -1,7 +1,7 @@
 """Benchmark: the convergence study — revenues against the UE's start and run length.
 
 For each scenario it evaluates, at ``--seeds`` seeds (default 6), the profiles of
-:func:`evcs_gym.convergence.study_profiles` — a base profile (``--prices`` JSON, else
+:func:`evcs_gym.studies.convergence.study_profiles` — a base profile (``--prices`` JSON, else
 the solver's equilibrium in ``benchmarks/inputs/solve_<scenario>.json`` where there is
 one, else the middle of the bounds), two single-period spikes to the upper bound,
 ``--training`` training-like noisy profiles and ``--random`` uniform-random profiles —
@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import evcs_gym
-from evcs_gym.convergence import convergence_study, study_profiles
+from evcs_gym.studies.convergence import convergence_study, study_profiles
 
 INPUTS = Path(__file__).resolve().parent / "inputs"
 

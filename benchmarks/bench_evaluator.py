@@ -39,7 +39,7 @@ import uxsim
 
 import evcs_gym
 from evcs_gym.cli import parse_settings
-from evcs_gym.simulation import WorldBuilder
+from evcs_gym.ue.simulation import WorldBuilder
 
 
 class RawSimulation:

@@ -6,14 +6,14 @@ and the cap switched off; the switching never reads them, so this is the very lo
 evaluation runs, carried on — and compares, per station:
 
 * the **evaluation's answer**: what the default settings would have returned, replayed
-  on the trace (:meth:`UETrace.payoff <evcs_gym.evaluator.UETrace.payoff>`, bit for bit
+  on the trace (:meth:`UETrace.payoff <evcs_gym.ue.evaluator.UETrace.payoff>`, bit for bit
   what :meth:`~evcs_gym.EVCSRewardEvaluator.evaluate` returns; tested on ``tiny``);
 * the **long-run level**: the mean revenue over iterations ``--level-from`` (41) to the
   end.
 
 Over the seeds, each station's mean paired difference must lie within the agreement
-band max(3 SE, 3 %) of its level (:func:`evcs_gym.convergence.agreement_tolerance`).
-The profiles are the convergence study's (:func:`evcs_gym.convergence.study_profiles`
+band max(3 SE, 3 %) of its level (:func:`evcs_gym.studies.convergence.agreement_tolerance`).
+The profiles are the convergence study's (:func:`evcs_gym.studies.convergence.study_profiles`
 around the solver's equilibrium in ``benchmarks/inputs/solve_<scenario>.json``, else
 mid-bounds: the base, two single-period spikes, two training-like and ``--random``
 uniform-random profiles).
@@ -39,8 +39,8 @@ from pathlib import Path
 import numpy as np
 
 import evcs_gym
-from evcs_gym.convergence import agreement_tolerance, study_profiles
-from evcs_gym.evaluator import UETrace
+from evcs_gym.studies.convergence import agreement_tolerance, study_profiles
+from evcs_gym.ue.evaluator import UETrace
 
 INPUTS = Path(__file__).resolve().parent / "inputs"
 

@@ -20,8 +20,8 @@ Example:
 
 from __future__ import annotations
 
+from evcs_gym import _moved
 from evcs_gym._version import __version__
-from evcs_gym.averaging import SeedAverage
 from evcs_gym.envs import EVCSPricingEnv, EVCSPricingParallelEnv, env, parallel_env
 from evcs_gym.envs.registration import register_envs
 from evcs_gym.errors import (
@@ -33,13 +33,12 @@ from evcs_gym.errors import (
     ScenarioError,
     WorkerCrashedError,
 )
-from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator
-from evcs_gym.network import NetworkData
-from evcs_gym.pool import ParallelEvaluatorPool
-from evcs_gym.prices import uniform_prices
-from evcs_gym.scenario import available_scenarios, load_scenario
-from evcs_gym.settings import ScenarioSettings, StationOverride
+from evcs_gym.network import NetworkData, ScenarioSettings, StationOverride
+from evcs_gym.parallel import ParallelEvaluatorPool
+from evcs_gym.scenarios import available_scenarios, load_scenario
+from evcs_gym.ue import EvalResult, EVCSRewardEvaluator, SeedAverage, uniform_prices
 
+_moved.install()  # the 0.2.0 module paths, deprecated
 register_envs()  # gym.make("EVCSPricing-v0") / gym.make("evcs_gym:EVCSPricing-v0")
 
 __all__ = [

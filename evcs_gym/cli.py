@@ -89,7 +89,7 @@ def _game(nd) -> dict[str, str]:
 
 
 def _load_prices(args: argparse.Namespace, nd) -> dict[str, np.ndarray]:
-    from evcs_gym.prices import uniform_prices
+    from evcs_gym.ue.prices import uniform_prices
 
     if args.prices is not None:
         return _read_price_file(args.prices, "--prices")
@@ -171,7 +171,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _evaluator(nd, workers: int):
     """A process pool for ``workers > 1``, else the scenario itself (serial evaluation)."""
     if workers > 1:
-        from evcs_gym.pool import ParallelEvaluatorPool
+        from evcs_gym.parallel.pool import ParallelEvaluatorPool
 
         with ParallelEvaluatorPool(nd, n_workers=workers) as pool:
             yield pool
@@ -180,7 +180,7 @@ def _evaluator(nd, workers: int):
 
 
 def _cmd_exploit(args: argparse.Namespace) -> int:
-    from evcs_gym.baselines.exploitability import exploitability
+    from evcs_gym.equilibrium.exploitability import exploitability
 
     nd = _scenario(args)
     prices = _load_prices(args, nd)
@@ -189,7 +189,7 @@ def _cmd_exploit(args: argparse.Namespace) -> int:
         backend = stack.enter_context(_evaluator(nd, args.workers))
         searcher = None
         if args.search_payoffs == "fast":
-            from evcs_gym.settings import FAST_STOP_SETTINGS
+            from evcs_gym.network.settings import FAST_STOP_SETTINGS
 
             fast = nd.with_stop_settings(**FAST_STOP_SETTINGS)
             searcher = stack.enter_context(_evaluator(fast, args.workers))
@@ -225,7 +225,7 @@ def _exploit_budget(args: argparse.Namespace) -> int:
 
 
 def _cmd_solve(args: argparse.Namespace) -> int:
-    from evcs_gym.baselines.best_response import BestResponseDynamics
+    from evcs_gym.equilibrium.best_response import BestResponseDynamics
 
     nd = _scenario(args)
     with _evaluator(nd, args.workers) as backend:
@@ -269,8 +269,8 @@ def _cmd_solve(args: argparse.Namespace) -> int:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
-    from evcs_gym.baselines.exploitability import exploitability
-    from evcs_gym.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
+    from evcs_gym.equilibrium.exploitability import exploitability
+    from evcs_gym.network.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
     from evcs_gym.wrappers import make_vector_env
 
     nd = _scenario(args)
@@ -390,7 +390,7 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 def _cmd_settings(args: argparse.Namespace) -> int:
     from evcs_gym.errors import ScenarioError
-    from evcs_gym.setting_docs import scenario_settings, settings_table
+    from evcs_gym.scenarios.setting_docs import scenario_settings, settings_table
     from evcs_gym.utils import to_jsonable
 
     try:
@@ -405,7 +405,7 @@ def _cmd_settings(args: argparse.Namespace) -> int:
 
 
 def _cmd_convergence(args: argparse.Namespace) -> int:
-    from evcs_gym.convergence import convergence_study, study_profiles
+    from evcs_gym.studies.convergence import convergence_study, study_profiles
 
     nd = _scenario(args)
     base = _load_prices(args, nd) if args.prices else None
@@ -439,7 +439,7 @@ def _cmd_convergence(args: argparse.Namespace) -> int:
 
 
 def _cmd_cache(args: argparse.Namespace) -> int:
-    from evcs_gym.cache import default_cache
+    from evcs_gym.scenarios.cache import default_cache
 
     cache = default_cache()
     if args.action == "dir":
@@ -477,7 +477,7 @@ def _add_scenario_argument(p: argparse.ArgumentParser) -> None:
 
 def _set_help() -> str:
     """The ``--set`` help: its syntax and every setting it accepts."""
-    from evcs_gym.setting_docs import setting_names
+    from evcs_gym.scenarios.setting_docs import setting_names
 
     return (
         "override a scenario setting (repeatable); VALUE is read as JSON, else as a string, "
@@ -659,7 +659,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--profile-seed", type=int, default=0, help="seed of the spikes' and noisy profiles' draws"
     )
-    from evcs_gym.convergence import CONDITIONS, STANDARD_CONDITIONS
+    from evcs_gym.studies.convergence import CONDITIONS, STANDARD_CONDITIONS
 
     p.add_argument(
         "--conditions",

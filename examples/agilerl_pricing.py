@@ -9,7 +9,7 @@ every step) in worker processes. The loop is AgileRL's own off-policy loop
 (``train_multi_agent_off_policy``) without its evolutionary HPO, which would spend
 evaluations on a population. It stops after ``--budget`` simulator evaluations, takes
 the stations' deterministic prices at the last observation and verifies them with
-``evcs_gym.baselines.exploitability``: each station's best unilateral deviation searched
+``evcs_gym.equilibrium.exploitability``: each station's best unilateral deviation searched
 in the simulator with ``--verify-budget`` evaluations, every gain re-evaluated on
 ``--verify-seeds`` seeds.
 
@@ -51,7 +51,7 @@ from agilerl.components.data import MultiAgentTransition, transition_to_tensordi
 from agilerl.components.replay_buffer import ReplayBuffer
 
 import evcs_gym
-from evcs_gym.baselines import add_verification_arguments, verify_from_args
+from evcs_gym.equilibrium import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.agilerl import (
     agent_spaces,
     learned_prices,

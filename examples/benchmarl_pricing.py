@@ -26,7 +26,7 @@ MAPPO collects 20 evaluations per iteration and makes 8 minibatch updates on the
 the same evaluations, bit for bit, on as many cores as copies; on ``tiny`` the workers'
 start (importing torch and TorchRL) costs more than it saves.
 BenchMARL's own evaluation rollouts are off (they would spend evaluations); instead the
-learned pure prices are verified with ``evcs_gym.baselines.exploitability``: each
+learned pure prices are verified with ``evcs_gym.equilibrium.exploitability``: each
 station's best unilateral deviation is searched (``--verify-budget`` evaluations per
 station, on seed 0) and re-evaluated on ``--verify-seeds`` seeds (NashConv ± SE).
 
@@ -70,7 +70,7 @@ from benchmarl.experiment import Experiment, ExperimentConfig
 from benchmarl.models.mlp import MlpConfig
 
 import evcs_gym
-from evcs_gym.baselines import add_verification_arguments, verify_from_args
+from evcs_gym.equilibrium import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.benchmarl import EVCSTask
 from evcs_gym.integrations.torchrl import learned_prices, make_torchrl_env
 

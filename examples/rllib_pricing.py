@@ -8,7 +8,7 @@ steps per update instead of 4,000; SAC: 32 warm-up steps instead of 1,500, batch
 ``n_step=1``; no sample timeout). Training stops after ``--budget`` env steps
 (= simulator evaluations); the stations' deterministic prices (each module's mean action
 on the constant observation) are then verified with
-``evcs_gym.baselines.exploitability``: each station's best unilateral deviation searched
+``evcs_gym.equilibrium.exploitability``: each station's best unilateral deviation searched
 in the simulator with ``--verify-budget`` evaluations, every gain re-evaluated on
 ``--verify-seeds`` seeds.
 
@@ -48,7 +48,7 @@ from typing import Any
 import ray
 
 import evcs_gym
-from evcs_gym.baselines import add_verification_arguments, verify_from_args
+from evcs_gym.equilibrium import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.rllib import learned_prices, ppo_config, sac_config, train_until
 
 SMOKE = {"budget": 16, "verify_budget": 6, "verify_seeds": 2, "workers": 1}

@@ -16,7 +16,7 @@ matches the opponents' price.
 Measured on ``tiny`` (station A against B at 1.25, 1,000 evaluations, 134 s on 2 shared
 cores; ``benchmarks/results/example_sb3_best_response_tiny.txt``): seed 0 learns
 ``0.89 0.98 1.02 1.36`` and prints +24.8 % over matching B's 1.25. That is close to the
-simulator-verified best response that ``evcs_gym.baselines.exploitability`` finds with
+simulator-verified best response that ``evcs_gym.equilibrium.exploitability`` finds with
 200 evaluations: +25.4 % ± 0.6 % over matching (mean over seeds 0-3;
 ``exploit_tiny_A_best_response.txt``).
 """

@@ -23,7 +23,7 @@ gradient update per evaluation, the small pre-tanh penalty; IDDPG's short replay
 and slow actor; the baselines play the repeated game, this example the stage game by
 default). At the end
 the learned pure prices are verified in the simulator with
-``evcs_gym.baselines.exploitability``: each station's best unilateral deviation is
+``evcs_gym.equilibrium.exploitability``: each station's best unilateral deviation is
 searched (``--verify-budget`` evaluations per station, on seed 0), then re-evaluated
 on ``--verify-seeds`` seeds, which gives NashConv ± standard error.
 
@@ -69,7 +69,7 @@ from torchrl.modules import AdditiveGaussianModule, MultiAgentMLP, Probabilistic
 from torchrl.objectives import DDPGLoss, SoftUpdate, ValueEstimators
 
 import evcs_gym
-from evcs_gym.baselines import add_verification_arguments, verify_from_args
+from evcs_gym.equilibrium import add_verification_arguments, verify_from_args
 from evcs_gym.integrations.torchrl import GROUP, learned_prices, make_batched_env, make_torchrl_env
 
 SMOKE = os.environ.get("EVCS_GYM_SMOKE", "") not in ("", "0")

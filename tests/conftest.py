@@ -28,7 +28,7 @@ def _sb3_log_folder(tmp_path_factory):
 
 @pytest.fixture(scope="session", autouse=True)
 def _scenario_cache(tmp_path_factory):
-    """Point the on-disk scenario cache (:mod:`evcs_gym.cache`) at a folder of this
+    """Point the on-disk scenario cache (:mod:`evcs_gym.scenarios.cache`) at a folder of this
     session: tests neither read a developer's entries nor leave their own behind. Worker
     processes inherit the variable."""
     patch = pytest.MonkeyPatch()

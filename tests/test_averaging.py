@@ -1,4 +1,4 @@
-"""Evaluation averaged over seeds (evcs_gym.averaging)."""
+"""Evaluation averaged over seeds (evcs_gym.ue.averaging)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.averaging import SeedAverage, check_seeds, standard_error
+from evcs_gym.ue.averaging import SeedAverage, check_seeds, standard_error
 
 PRICES = {"A": [1.0, 1.2, 0.9, 1.1], "B": [1.1, 0.9, 1.3, 1.0]}
 

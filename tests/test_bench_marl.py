@@ -291,7 +291,7 @@ def test_every_cell_is_verified_alike():
     from marl.runners.common import verify_options
 
     from evcs_gym import load_scenario
-    from evcs_gym.baselines import verify_prices
+    from evcs_gym.equilibrium import verify_prices
 
     # the same search for every library: each candidate on the mean of 2 seeds, as
     # `evcs-gym train` (our runner) does; the verification's seeds start at the cell's

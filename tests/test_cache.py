@@ -1,4 +1,4 @@
-"""The on-disk cache of scenario preparation (:mod:`evcs_gym.cache`): hits, keys, faults
+"""The on-disk cache of scenario preparation (:mod:`evcs_gym.scenarios.cache`): hits, keys, faults
 (corrupt, truncated, foreign and tampered entries), concurrent loads, the CLI."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.cache import ENV_VAR, PreparationCache, default_cache_dir
 from evcs_gym.cli import main as cli_main
-from evcs_gym.scenario import scenario_folder
+from evcs_gym.scenarios.cache import ENV_VAR, PreparationCache, default_cache_dir
+from evcs_gym.scenarios.loader import scenario_folder
 
 
 @pytest.fixture
@@ -27,9 +27,9 @@ def cache_dir(tmp_path, monkeypatch) -> Path:
     """An empty cache folder of this test, and a cleared in-process memo."""
     folder = tmp_path / "cache"
     monkeypatch.setenv(ENV_VAR, str(folder))
-    evcs_gym.scenario._CACHE.clear()
+    evcs_gym.scenarios.loader._CACHE.clear()
     yield folder
-    evcs_gym.scenario._CACHE.clear()
+    evcs_gym.scenarios.loader._CACHE.clear()
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def entries(folder: Path) -> list[Path]:
 
 def fresh_load(folder: str | Path, **kwargs) -> evcs_gym.NetworkData:
     """Load as a new process would: the in-process memo cleared first."""
-    evcs_gym.scenario._CACHE.clear()
+    evcs_gym.scenarios.loader._CACHE.clear()
     return evcs_gym.load_scenario(folder, **kwargs)
 
 
@@ -155,7 +155,7 @@ def test_a_damaged_entry_is_logged_and_rebuilt(cache_dir, caplog, damage):
     good = fresh_load("tiny")
     (entry,) = entries(cache_dir)
     damage(entry)
-    with caplog.at_level(logging.WARNING, logger="evcs_gym.cache"):
+    with caplog.at_level(logging.WARNING, logger="evcs_gym.scenarios.cache"):
         rebuilt = fresh_load("tiny")
     assert not rebuilt.from_cache and rebuilt == good
     assert any("discarding unreadable entry" in r.getMessage() for r in caplog.records)
@@ -170,7 +170,7 @@ def test_an_entry_under_another_key_is_not_read(cache_dir, caplog):
     warm = next(p for label, p in by_label.items() if label.endswith("warm_start=True"))
     cold = next(p for label, p in by_label.items() if label.endswith("warm_start=False"))
     shutil.copyfile(cold, warm)  # the warm key now holds the cold start's arrays
-    with caplog.at_level(logging.WARNING, logger="evcs_gym.cache"):
+    with caplog.at_level(logging.WARNING, logger="evcs_gym.scenarios.cache"):
         again = fresh_load("tiny")
     assert not again.from_cache and again == tiny
     assert any("names key" in r.getMessage() for r in caplog.records)
@@ -210,7 +210,7 @@ def test_an_unwritable_cache_costs_speed_not_the_result(tmp_path, monkeypatch, c
     blocker = tmp_path / "a_file"
     blocker.write_text("the cache folder cannot be made under a file")
     monkeypatch.setenv(ENV_VAR, str(blocker / "cache"))
-    evcs_gym.scenario._CACHE.clear()
+    evcs_gym.scenarios.loader._CACHE.clear()
     nd = fresh_load("tiny")
     assert not nd.from_cache and nd == fresh_load("tiny", cache=False)
 

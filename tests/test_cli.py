@@ -13,8 +13,8 @@ import pytest
 import evcs_gym
 from evcs_gym import cli
 from evcs_gym.cli import build_parser, main
-from evcs_gym.setting_docs import setting_names
-from evcs_gym.settings import FAST_STOP_SETTINGS
+from evcs_gym.network.settings import FAST_STOP_SETTINGS
+from evcs_gym.scenarios.setting_docs import setting_names
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:

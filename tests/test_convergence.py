@@ -1,4 +1,5 @@
-"""Convergence study (evcs_gym.convergence): revenues independent of UE start and run length.
+"""Convergence study (evcs_gym.studies.convergence): revenues independent of UE start and
+run length.
 
 The properties of the docs' concepts page ("The payoff") as tests: for a profile near
 the reference, single-period spikes, training-like noise and uniform-random prices,
@@ -21,7 +22,7 @@ import pytest
 
 import evcs_gym
 from evcs_gym.cli import main as cli
-from evcs_gym.convergence import (
+from evcs_gym.studies.convergence import (
     STANDARD_CONDITIONS,
     ConvergenceStudy,
     _condition_network,

@@ -1,4 +1,4 @@
-"""Demand discretisation (evcs_gym.demand): platoon counts conserve the demand."""
+"""Demand discretisation (evcs_gym.network.demand): platoon counts conserve the demand."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import evcs_gym
-from evcs_gym.demand import apportion, platoon_departures
+from evcs_gym.network.demand import apportion, platoon_departures
 
 
 @given(

@@ -1,4 +1,4 @@
-"""The revenue evaluator (evcs_gym.evaluator): physics, conservation, determinism, errors."""
+"""The revenue evaluator (evcs_gym.ue.evaluator): physics, conservation, determinism, errors."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.convergence import study_profiles
 from evcs_gym.errors import PriceError
-from evcs_gym.simulation import WorldBuilder
+from evcs_gym.studies.convergence import study_profiles
+from evcs_gym.ue.simulation import WorldBuilder
 
 
 def uniform(nd, price):

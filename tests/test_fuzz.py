@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import evcs_gym
 from evcs_gym.errors import PriceError, ScenarioError
-from evcs_gym.scenario import scenario_folder
+from evcs_gym.scenarios.loader import scenario_folder
 
 settings.register_profile(
     "ci",  # the same cases at every run: CI never fails on a newly drawn case
@@ -269,7 +269,7 @@ def test_hostile_seeds_fail_clearly(tiny_evaluator, seed):
     nd = tiny_evaluator.network
     lows = {a: np.full(nd.n_periods, lo) for a, (lo, _) in nd.price_bounds.items()}
     try:
-        from evcs_gym.evaluator import _check_seed
+        from evcs_gym.ue.evaluator import _check_seed
 
         _check_seed(nd.settings.default_seed if seed is None else seed)
     except ValueError as e:
@@ -382,7 +382,7 @@ def test_damaged_cache_entries_never_give_a_wrong_result(tmp_path_factory, cut, 
     old = os.environ.get("EVCS_GYM_CACHE_DIR")
     os.environ["EVCS_GYM_CACHE_DIR"] = str(folder)
     try:
-        evcs_gym.scenario._CACHE.clear()
+        evcs_gym.scenarios.loader._CACHE.clear()
         good = evcs_gym.load_scenario("tiny")
         (entry,) = folder.glob("*.npz")
         data = bytearray(entry.read_bytes())
@@ -394,12 +394,12 @@ def test_damaged_cache_entries_never_give_a_wrong_result(tmp_path_factory, cut, 
         else:
             data += bytes([flip % 256]) * (1 + flip % 64)
         entry.write_bytes(bytes(data))
-        evcs_gym.scenario._CACHE.clear()
+        evcs_gym.scenarios.loader._CACHE.clear()
         again = evcs_gym.load_scenario("tiny")
         assert again == good
         assert again.warm_start_info == good.warm_start_info
     finally:
-        evcs_gym.scenario._CACHE.clear()
+        evcs_gym.scenarios.loader._CACHE.clear()
         if old is None:
             os.environ.pop("EVCS_GYM_CACHE_DIR", None)
         else:

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from setuptools import find_packages
 
 tomllib = pytest.importorskip("tomllib")  # standard library from Python 3.11
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_every_python_package_is_listed_in_pyproject():
+def test_every_python_package_is_found_by_the_wheel_build():
+    """The wheel takes the packages that ``[tool.setuptools.packages.find]`` finds; the
+    top-level ``wrappers/`` and ``baselines/`` folders join the package through the links
+    ``evcs_gym/wrappers`` and ``evcs_gym/baselines``."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(config["packages"])
-    mapped = config["package-dir"]
-    found = {"evcs_gym"}
-    for init in (ROOT / "evcs_gym").rglob("__init__.py"):
-        rel = init.parent.relative_to(ROOT)
-        found.add(".".join(rel.parts))
-    found |= {name for name, folder in mapped.items() if (ROOT / folder / "__init__.py").exists()}
-    assert found <= listed, f"not shipped in wheels: {sorted(found - listed)}"
+    shipped = set(find_packages(str(ROOT), **config["packages"]["find"]))
+    found = {
+        ".".join(Path(folder).relative_to(ROOT).parts)
+        for folder, _, files in os.walk(ROOT / "evcs_gym", followlinks=True)
+        if "__init__.py" in files
+    }
+    assert {"evcs_gym.wrappers", "evcs_gym.baselines", "evcs_gym.ue"} <= found
+    assert found <= shipped, f"not shipped in wheels: {sorted(found - shipped)}"
+
+
+@pytest.mark.parametrize("room", ["wrappers", "baselines"])
+def test_top_level_rooms_are_linked_into_the_package(room):
+    link = ROOT / "evcs_gym" / room
+    assert link.is_symlink() and link.resolve() == (ROOT / room).resolve()

@@ -241,7 +241,7 @@ def test_exception_inside_worker_keeps_type_message_and_index(pool, tiny):
     assert type(exc) is PriceError
     assert "prices['A'] period 0 is not finite" in str(exc)
     assert "Traceback" in str(exc.__cause__)  # the worker's traceback travels along
-    from evcs_gym.pool import _tag
+    from evcs_gym.parallel.pool import _tag
 
     assert _tag(exc, 5).task_index == 5
 
@@ -439,7 +439,7 @@ def test_import_does_not_import_ray():
 
 def test_missing_ray_raises_dependency_not_installed(tiny, monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` -> ImportError
-    monkeypatch.delitem(sys.modules, "evcs_gym._ray_backend", raising=False)
+    monkeypatch.delitem(sys.modules, "evcs_gym.parallel.ray_backend", raising=False)
     with pytest.raises(DependencyNotInstalled, match=r'pip install "evcs-gym\[ray\]"'):
         ParallelEvaluatorPool(tiny, n_workers=1, backend="ray")
 

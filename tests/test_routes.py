@@ -1,4 +1,4 @@
-"""Route sets (evcs_gym.routes) checked for structure and against networkx's Yen."""
+"""Route sets (evcs_gym.network.routes) checked for structure and against networkx's Yen."""
 
 from __future__ import annotations
 

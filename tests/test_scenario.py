@@ -1,4 +1,4 @@
-"""Scenario loading and validation (evcs_gym.scenario, evcs_gym.settings)."""
+"""Scenario loading and validation (evcs_gym.scenarios.loader, evcs_gym.network.settings)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 import evcs_gym
 from evcs_gym.errors import ScenarioError
-from evcs_gym.scenario import scenario_folder
-from evcs_gym.simulation import WorldBuilder
+from evcs_gym.scenarios.loader import scenario_folder
+from evcs_gym.ue.simulation import WorldBuilder
 
 BUNDLED = ["siouxfalls", "berlin_friedrichshain", "anaheim", "tiny"]
 
@@ -93,7 +93,7 @@ def test_network_data_pickles_to_an_equal_object(tiny):
 
 def test_loading_twice_gives_identical_route_sets():
     a = evcs_gym.load_scenario("tiny", warm_start=False)
-    evcs_gym.scenario._CACHE.clear()
+    evcs_gym.scenarios.loader._CACHE.clear()
     b = evcs_gym.load_scenario("tiny", warm_start=False)
     assert a is not b
     assert a == b

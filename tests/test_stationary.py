@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from evcs_gym.stationary import (
+from evcs_gym.ue.stationary import (
     MAX_AUTOCORRELATION,
     StationaryEstimate,
     ar1_standard_error,

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.settings import FAST_STOP_SETTINGS
-from evcs_gym.stationary import stationary_estimate
-from evcs_gym.stopping import GapStats, StopRule, settle_payoff
+from evcs_gym.network.settings import FAST_STOP_SETTINGS
+from evcs_gym.ue.stationary import stationary_estimate
+from evcs_gym.ue.stopping import GapStats, StopRule, settle_payoff
 
 ORBITING = {"A": [1.79, 0.52, 1.57, 1.19], "B": [1.38, 0.72, 1.7, 1.07]}
 """A ``tiny`` profile whose UE never meets its rule at seed 0 (a uniform-random draw)."""

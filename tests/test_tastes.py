@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.costs import RouteCoster, station_tastes
 from evcs_gym.errors import ScenarioError
-from evcs_gym.settings import ScenarioSettings
+from evcs_gym.network.settings import ScenarioSettings
+from evcs_gym.ue.costs import RouteCoster, station_tastes
 
 PRICES = {"A": [1.0, 1.2, 1.4, 1.0], "B": [1.5, 1.5, 0.8, 2.0]}
 

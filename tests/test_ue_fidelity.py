@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.evaluator import GapStats, gap_summary
-from evcs_gym.simulation import WorldBuilder
+from evcs_gym.ue.evaluator import GapStats, gap_summary
+from evcs_gym.ue.simulation import WorldBuilder
 
 UNEVEN = {"A": [0.9, 1.6, 1.1, 1.3], "B": [1.4, 0.8, 1.5, 1.0]}
 NEAR = {"A": [1.0, 1.1, 1.0, 1.2], "B": [1.1, 1.0, 1.2, 1.0]}

@@ -65,7 +65,7 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from evcs_gym.envs.parallel_env import EVCSPricingParallelEnv, PendingStep
-from evcs_gym.evaluator import EvalResult
+from evcs_gym.ue.evaluator import EvalResult
 
 __all__ = ["HistoryCore", "HistoryWrapper", "InitialPrices"]
 

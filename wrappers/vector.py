@@ -53,8 +53,8 @@ from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
 from evcs_gym.envs.parallel_env import PendingStep, parallel_env, resolve_scenario
-from evcs_gym.evaluator import EvalResult
 from evcs_gym.network import NetworkData
+from evcs_gym.ue.evaluator import EvalResult
 from evcs_gym.wrappers.history import HistoryWrapper
 from evcs_gym.wrappers.rescale import RescaleActions
 
@@ -125,7 +125,7 @@ class EVCSVectorEnv:
                 )
         if pool is None:
             try:
-                from evcs_gym.pool import ParallelEvaluatorPool
+                from evcs_gym.parallel.pool import ParallelEvaluatorPool
             except ImportError as e:  # pragma: no cover - pool ships with the package
                 raise ImportError("EVCSVectorEnv needs evcs_gym.ParallelEvaluatorPool") from e
             pool = ParallelEvaluatorPool(self.network, n_workers=n_workers)

@@ -22,7 +22,7 @@ platoons as it fixes, and the slow best response stalls at the same tail share a
 default rule, the stop rule is out of reach of any better-response dynamics at that
 profile: the charging platoons race for the last places before period boundaries in
 queues that every move reshuffles. The profiles are those of the convergence study
-(:func:`evcs_gym.convergence.study_profiles`: ``base`` = the middle of the bounds,
+(:func:`evcs_gym.studies.convergence.study_profiles`: ``base`` = the middle of the bounds,
 ``training_0``, ``random_0``, ``random_1``, ...).
 
 Run: ``python benchmarks/studies/bench_ue_reachability.py [--scenario siouxfalls]
@@ -39,10 +39,10 @@ from dataclasses import dataclass
 import numpy as np
 
 import evcs_gym
-from evcs_gym.convergence import study_profiles
-from evcs_gym.costs import relative_gap
-from evcs_gym.evaluator import EVCSRewardEvaluator, GapStats, ue_streams
-from evcs_gym.switching import SwitchInput, make_switching_rule
+from evcs_gym.studies.convergence import study_profiles
+from evcs_gym.ue.costs import relative_gap
+from evcs_gym.ue.evaluator import EVCSRewardEvaluator, GapStats, ue_streams
+from evcs_gym.ue.switching import SwitchInput, make_switching_rule
 
 
 @dataclass
@@ -153,7 +153,8 @@ def main(argv: list[str] | None = None) -> dict:
         "--profiles",
         nargs="+",
         default=["training_0", "random_0", "random_1"],
-        help="names from evcs_gym.convergence.study_profiles (base, deviation_<station>_p<k>, "
+        help="names from evcs_gym.studies.convergence.study_profiles (base, "
+        "deviation_<station>_p<k>, "
         "training_<i>, random_<i>)",
     )
     parser.add_argument("--seed", type=int, default=0)

@@ -43,9 +43,9 @@ from gymnasium.utils import EzPickle, seeding
 from pettingzoo import ParallelEnv
 
 from evcs_gym._version import __version__
-from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
-from evcs_gym.scenario import load_scenario
+from evcs_gym.scenarios.loader import load_scenario
+from evcs_gym.ue.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.utils import RuntimeEzPickle
 
 __all__ = [
@@ -185,7 +185,7 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
     ``infos[agent]`` after a step: ``prices`` (the evaluated, possibly clipped prices),
     ``flows`` (vehicles that started charging in each period), ``revenue`` and its
     standard error ``revenue_se`` (the UE's stationary mean where its stop rule was out
-    of reach, see :mod:`evcs_gym.stopping`), ``reward_raw``, ``action_clipped``,
+    of reach, see :mod:`evcs_gym.ue.stopping`), ``reward_raw``, ``action_clipped``,
     ``eval_seed``, ``ue_iterations``, ``converged``, ``ue_stats``
     (``EvalResult.ue_stats``: stop reason, payoff window, relative gap, completed ratio,
     per-iteration histories…, plus ``converged``) and ``game`` (``version``: the

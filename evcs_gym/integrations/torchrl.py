@@ -23,7 +23,7 @@ TorchRL's ``PettingZooWrapper`` needs four things the raw game does not give it:
 ``functools.partial(make_torchrl_env, ...)`` pickles into ``torchrl.envs.ParallelEnv``
 workers; :func:`make_batched_env` builds such a batch with a distinct seed per copy.
 :func:`learned_prices` reads the pure price profile a trained policy plays, ready for
-:func:`evcs_gym.baselines.exploitability`.
+:func:`evcs_gym.equilibrium.exploitability`.
 
 torchrl is imported only when these functions run (``import evcs_gym`` never needs it);
 tested with ``torchrl==0.14.1`` / ``tensordict==0.14.*`` (``nox -s torchrl``) and, through

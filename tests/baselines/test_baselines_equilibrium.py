@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 import evcs_gym
-from evcs_gym.baselines.best_response import BestResponseDynamics
-from evcs_gym.baselines.evaluation import BatchEvaluator
-from evcs_gym.baselines.exploitability import StationDeviation, best_response, exploitability
-from evcs_gym.settings import FAST_STOP_SETTINGS
+from evcs_gym.equilibrium.best_response import BestResponseDynamics
+from evcs_gym.equilibrium.evaluation import BatchEvaluator
+from evcs_gym.equilibrium.exploitability import StationDeviation, best_response, exploitability
+from evcs_gym.network.settings import FAST_STOP_SETTINGS
 
 
 def test_overpriced_station_has_a_large_verified_gain(tiny):

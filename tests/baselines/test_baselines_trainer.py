@@ -8,14 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from evcs_gym.baselines import (
-    ALGORITHMS,
-    GameTrainer,
-    MADDPGConfig,
-    SerialVecEnv,
-    TrainerConfig,
-    exploitability,
-)
+from evcs_gym.baselines import ALGORITHMS, GameTrainer, MADDPGConfig, SerialVecEnv, TrainerConfig
+from evcs_gym.equilibrium import exploitability
 
 
 @pytest.fixture(autouse=True)

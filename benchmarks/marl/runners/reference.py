@@ -67,7 +67,7 @@ def reference_prices(algorithm: str, scenario: str, seed: int) -> tuple[dict, in
 
 def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
     import evcs_gym
-    from evcs_gym.baselines.verification import verify_prices
+    from evcs_gym.equilibrium.verification import verify_prices
 
     scenario = task.config["scenario"]  # a one-step task: run_cell checked `supports`
     prices, evaluations, command = reference_prices(algorithm, scenario, seed)

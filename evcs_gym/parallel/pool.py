@@ -1,7 +1,7 @@
 """Parallel evaluation: many price profiles at once, on local processes or a Ray cluster.
 
 :class:`ParallelEvaluatorPool` runs :meth:`EVCSRewardEvaluator.evaluate
-<evcs_gym.evaluator.EVCSRewardEvaluator.evaluate>` in worker processes, each holding one
+<evcs_gym.ue.evaluator.EVCSRewardEvaluator.evaluate>` in worker processes, each holding one
 evaluator built once from the :class:`~evcs_gym.network.NetworkData` (sent once per
 worker, never per task). Results are bit-identical to the serial evaluator: the
 evaluation is a pure function of (scenario, prices, seed).
@@ -65,7 +65,6 @@ stops it, with all its processes; one that joined a running Ray leaves it runnin
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -73,70 +72,22 @@ from concurrent.futures import (
     FIRST_COMPLETED,
     CancelledError,
     Future,
-    InvalidStateError,
     wait,
 )
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from evcs_gym.errors import BatchEvaluationError, PoolClosedError
-from evcs_gym.evaluator import EvalResult, _check_seed
 from evcs_gym.network import NetworkData
-from evcs_gym.prices import price_matrix
+from evcs_gym.parallel.backend import Backend, Task, settle, usable_cpu_count
+from evcs_gym.ue.evaluator import EvalResult, _check_seed
+from evcs_gym.ue.prices import price_matrix
 
 __all__ = ["ParallelEvaluatorPool", "usable_cpu_count"]
 
 _BACKENDS = ("process", "ray")
-
-
-def usable_cpu_count() -> int:
-    """CPUs this process may run on (its affinity mask), the default ``n_workers``."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-@dataclass(eq=False)
-class _Task:
-    """One evaluation in flight: validated input, the caller's future, backend bookkeeping."""
-
-    id: int
-    prices: dict[str, np.ndarray]
-    seed: int | None
-    future: Future
-    index: int | None = None
-    inner: Any = None
-    generation: int = -1
-    resubmits: int = 0
-    crash_retries: int = 0
-    """Runs left after a crash of the worker running this task (then WorkerCrashedError)."""
-
-
-class _Backend(Protocol):
-    n_workers: int
-    restarts: int
-    retried: int
-
-    def submit(self, task: _Task) -> None: ...
-    def cancel(self, tasks: Sequence[_Task]) -> None: ...
-    def abandon(self, tasks: Sequence[_Task]) -> None: ...
-    def worker_pids(self) -> list[int]: ...
-    def shutdown(self, wait: bool, cancel_futures: bool) -> None: ...
-
-
-def _settle(future: Future, result: Any = None, exc: BaseException | None = None) -> None:
-    """Resolve ``future`` unless it is already done (cancelled, or failed by a timeout)."""
-    try:
-        if exc is None:
-            future.set_result(result)
-        else:
-            future.set_exception(exc)
-    except InvalidStateError:
-        pass
 
 
 def _tag(exc: BaseException, index: int | None) -> BaseException:
@@ -155,7 +106,7 @@ def _tag(exc: BaseException, index: int | None) -> BaseException:
 class ParallelEvaluatorPool:
     """Evaluates price profiles of one scenario in parallel worker processes.
 
-    Each worker holds one :class:`~evcs_gym.evaluator.EVCSRewardEvaluator`; results are
+    Each worker holds one :class:`~evcs_gym.ue.evaluator.EVCSRewardEvaluator`; results are
     bit-identical to ``EVCSRewardEvaluator(network_data).evaluate(prices, seed)``.
     Thread-safe. Use it as a context manager, or call :meth:`shutdown`. Scripts must
     create it under ``if __name__ == "__main__":`` (see the module docstring).
@@ -231,15 +182,17 @@ class ParallelEvaluatorPool:
         self._ids = itertools.count()
         self._closed = False
         self._close_lock = threading.Lock()
-        self._backend: _Backend
+        self._backend: Backend
         if backend == "process":
-            from evcs_gym._process_backend import _ProcessBackend
+            from evcs_gym.parallel.process_backend import _ProcessBackend
 
             self._backend = _ProcessBackend(
                 network_data, n_workers or usable_cpu_count(), self.clip_prices, start_method
             )
         else:
-            from evcs_gym._ray_backend import RayBackend  # lazy: `import evcs_gym` needs no Ray
+            from evcs_gym.parallel.ray_backend import (
+                RayBackend,  # lazy: `import evcs_gym` needs no Ray
+            )
 
             self._backend = RayBackend(
                 network_data,
@@ -380,9 +333,9 @@ class ParallelEvaluatorPool:
             timeout: as for :meth:`evaluate_batch`.
 
         Returns:
-            :class:`evcs_gym.averaging.SeedAverage`.
+            :class:`evcs_gym.ue.averaging.SeedAverage`.
         """
-        from evcs_gym.averaging import SeedAverage, check_seeds
+        from evcs_gym.ue.averaging import SeedAverage, check_seeds
 
         seed_list = check_seeds(seeds)
         results = self.evaluate_batch([prices] * len(seed_list), seeds=seed_list, timeout=timeout)
@@ -444,13 +397,13 @@ class ParallelEvaluatorPool:
         if self._closed:
             raise PoolClosedError("this ParallelEvaluatorPool has been shut down")
 
-    def _make_task(self, prices: Mapping[str, Any], seed: Any, index: int | None = None) -> _Task:
+    def _make_task(self, prices: Mapping[str, Any], seed: Any, index: int | None = None) -> Task:
         nd = self.network
         matrix = price_matrix(
             prices, nd.agent_names, nd.n_periods, nd.price_bounds, clip=self.clip_prices
         )
         seed = None if seed is None else _check_seed(seed)
-        task = _Task(
+        task = Task(
             id=next(self._ids),
             prices={a: matrix[i] for i, a in enumerate(nd.agent_names)},
             seed=seed,
@@ -461,7 +414,7 @@ class ParallelEvaluatorPool:
         task.future.add_done_callback(partial(self._on_outer_done, task))
         return task
 
-    def _on_outer_done(self, task: _Task, future: Future) -> None:
+    def _on_outer_done(self, task: Task, future: Future) -> None:
         if future.cancelled():  # cancelled by the caller: drop the task if not started
             # we own this future (no executor does it for us): move it to
             # CANCELLED_AND_NOTIFIED so concurrent.futures.wait / as_completed see it done
@@ -472,7 +425,7 @@ class ParallelEvaluatorPool:
         self,
         prices_list: Iterable[Mapping[str, Any]],
         seeds: int | Sequence[int | None] | None,
-    ) -> list[_Task]:
+    ) -> list[Task]:
         self._check_open()
         if isinstance(prices_list, Mapping):
             raise TypeError(
@@ -486,14 +439,14 @@ class ParallelEvaluatorPool:
             try:
                 task = self._make_task(prices, seed, index=i)
             except ValueError as e:  # PriceError or bad seed: this task fails, others run
-                task = _Task(id=next(self._ids), prices={}, seed=None, future=Future(), index=i)
+                task = Task(id=next(self._ids), prices={}, seed=None, future=Future(), index=i)
                 task.future.set_exception(_tag(e, i))
             else:
                 self._backend.submit(task)
             tasks.append(task)
         return tasks
 
-    def _wait(self, tasks: list[_Task], timeout: float | None, what: str) -> None:
+    def _wait(self, tasks: list[Task], timeout: float | None, what: str) -> None:
         _check_timeout(timeout)
         futures = [t.future for t in tasks]
         try:
@@ -507,19 +460,19 @@ class ParallelEvaluatorPool:
             self._abandon(late, TimeoutError(msg))
             raise TimeoutError(msg)
 
-    def _abandon(self, tasks: list[_Task], exc: BaseException | None = None) -> None:
+    def _abandon(self, tasks: list[Task], exc: BaseException | None = None) -> None:
         """Fail ``tasks`` with ``exc`` (cancel them if None); replace the workers running them."""
         for t in tasks:
             if exc is None:
                 t.future.cancel()
             else:
-                _settle(t.future, exc=exc)
+                settle(t.future, exc=exc)
         if tasks and not self._closed:
             self._backend.abandon(tasks)
 
     def _iter_unordered(
         self,
-        tasks: list[_Task],
+        tasks: list[Task],
         deadline: float | None,
         timeout: float | None,
         return_exceptions: bool,
@@ -568,7 +521,7 @@ def _exception_of(future: Future) -> BaseException | None:
     return CancelledError("the task was cancelled") if future.cancelled() else future.exception()
 
 
-def _timeout_message(what: str, late: list[_Task], total: int, timeout: float | None) -> str:
+def _timeout_message(what: str, late: list[Task], total: int, timeout: float | None) -> str:
     idx = [t.index for t in late if t.index is not None]
     which = f" (tasks {idx[:10]}{' ...' if len(idx) > 10 else ''})" if idx else ""
     return (

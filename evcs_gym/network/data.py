@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from evcs_gym.errors import ScenarioError
-from evcs_gym.settings import STOP_SETTINGS, ScenarioSettings, convert_setting
+from evcs_gym.network.settings import STOP_SETTINGS, ScenarioSettings, convert_setting
 from evcs_gym.utils import FieldwiseEquality
 
 __all__ = ["LINK_CHARGING", "LINK_CONNECTOR", "LINK_ROAD", "LinkTable", "NetworkData"]
@@ -167,7 +167,7 @@ class NetworkData(FieldwiseEquality):
         return self.group_routes[self.veh_group, 0]
 
     def with_stop_settings(self, **changes: Any) -> NetworkData:
-        """This scenario with other stop settings (:data:`~evcs_gym.settings.STOP_SETTINGS`:
+        """This scenario with other stop settings (:data:`~evcs_gym.network.settings.STOP_SETTINGS`:
         the cap and the stationary stop), sharing its route sets and warm start.
 
         Every evaluation runs the same UE loop as before and only stops elsewhere, so
@@ -183,7 +183,7 @@ class NetworkData(FieldwiseEquality):
 
         Example:
             >>> import evcs_gym
-            >>> from evcs_gym.settings import FAST_STOP_SETTINGS
+            >>> from evcs_gym.network.settings import FAST_STOP_SETTINGS
             >>> nd = evcs_gym.load_scenario("tiny")
             >>> fast = nd.with_stop_settings(**FAST_STOP_SETTINGS)
             >>> fast.settings.ue_payoff_min_iterations, fast.settings_hash != nd.settings_hash
@@ -206,7 +206,8 @@ class NetworkData(FieldwiseEquality):
     @property
     def settings_hash(self) -> str:
         """Short hash of the effective settings (:attr:`ScenarioSettings.digest
-        <evcs_gym.settings.ScenarioSettings.digest>`): which game a result was measured on."""
+        <evcs_gym.network.settings.ScenarioSettings.digest>`): which game a result was
+        measured on."""
         return self.settings.digest
 
     @property

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.evaluator import EvalResult
+from evcs_gym.ue.result import EvalResult
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["SeedAverage", "check_seeds", "standard_error"]

@@ -1,4 +1,4 @@
-"""Ray backend of :class:`~evcs_gym.pool.ParallelEvaluatorPool`: one actor per worker.
+"""Ray backend of :class:`~evcs_gym.parallel.pool.ParallelEvaluatorPool`: one actor per worker.
 
 Imported only when a pool is created with ``backend="ray"``, so ``import evcs_gym``
 never imports Ray. The NetworkData is put in the object store once and every actor
@@ -25,9 +25,9 @@ from concurrent.futures import wait as wait_futures
 from typing import Any
 
 from evcs_gym.errors import DependencyNotInstalled, PoolClosedError, WorkerCrashedError
-from evcs_gym.evaluator import EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
-from evcs_gym.pool import _settle, _Task, usable_cpu_count
+from evcs_gym.parallel.backend import Task, settle, usable_cpu_count
+from evcs_gym.ue.evaluator import EVCSRewardEvaluator
 
 try:
     import ray
@@ -80,7 +80,7 @@ class _Slot:
     def __init__(self, handle: Any) -> None:
         self.handle = handle
         self.ready_ref = handle.ready.remote()  # runs first on the actor: its pid
-        self.task: _Task | None = None
+        self.task: Task | None = None
 
 
 class RayBackend:
@@ -122,7 +122,7 @@ class RayBackend:
         self.retried = 0
         self._clip = clip_prices
         self._lock = threading.RLock()
-        self._pending: deque[_Task] = deque()
+        self._pending: deque[Task] = deque()
         self._closed = False
         self._stopped = False
         # Ray runs future callbacks on its own threads; handle completions on ours.
@@ -151,7 +151,7 @@ class RayBackend:
         return [int(pid) for pid in ray.get(refs)]
 
     # ---------------------------------------------------------------- tasks
-    def submit(self, task: _Task) -> None:
+    def submit(self, task: Task) -> None:
         with self._lock:
             if self._closed:
                 raise PoolClosedError("this ParallelEvaluatorPool has been shut down")
@@ -169,13 +169,13 @@ class RayBackend:
             task.inner = ref
             ref.future().add_done_callback(lambda f, s=slot, t=task: self._post(s, t, f))
 
-    def _post(self, slot: _Slot, task: _Task, future: Future) -> None:
+    def _post(self, slot: _Slot, task: Task, future: Future) -> None:
         try:
             self._events.submit(self._done, slot, task, future)
         except RuntimeError:  # pool stopped: nothing left to update
             pass
 
-    def _done(self, slot: _Slot, task: _Task, future: Future) -> None:
+    def _done(self, slot: _Slot, task: Task, future: Future) -> None:
         try:
             exc = future.exception()
             crashed = isinstance(exc, ray_exceptions.RayError) and not isinstance(
@@ -197,9 +197,9 @@ class RayBackend:
             if retry:
                 return
             if exc is None:
-                _settle(task.future, future.result())
+                settle(task.future, future.result())
             elif isinstance(exc, ray_exceptions.RayTaskError):
-                _settle(task.future, exc=_unwrap(exc))
+                settle(task.future, exc=_unwrap(exc))
             else:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 err = WorkerCrashedError(
@@ -207,9 +207,9 @@ class RayBackend:
                     f"{type(exc).__name__}: {first}; the pool replaced the actor"
                 )
                 err.__cause__ = exc
-                _settle(task.future, exc=err)
+                settle(task.future, exc=err)
         except Exception as e:  # pragma: no cover - defensive: never leave a future pending
-            _settle(task.future, exc=e)
+            settle(task.future, exc=e)
 
     def _replace(self, slot: _Slot) -> None:  # lock held
         try:
@@ -220,10 +220,10 @@ class RayBackend:
         slot.ready_ref = slot.handle.ready.remote()
         self.restarts += 1
 
-    def cancel(self, tasks: Sequence[_Task]) -> None:
+    def cancel(self, tasks: Sequence[Task]) -> None:
         pass  # queued tasks whose future is done are skipped; running ones finish
 
-    def abandon(self, tasks: Sequence[_Task]) -> None:
+    def abandon(self, tasks: Sequence[Task]) -> None:
         """Kill the actors running ``tasks`` (their futures are settled); they are replaced."""
         ids = {id(t) for t in tasks}
         with self._lock:

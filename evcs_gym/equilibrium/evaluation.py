@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
+from evcs_gym.ue.evaluator import EvalResult, EVCSRewardEvaluator
 
 __all__ = ["BatchEvaluator"]
 

@@ -34,7 +34,7 @@ STOP_SETTINGS: tuple[str, ...] = (
 """The settings that only say when a UE loop stops and what it answers: the cap and the
 stationary stop. The switching never reads them, so a loop run under other values of
 them is the same loop cut elsewhere (:meth:`UETrace.payoff
-<evcs_gym.evaluator.UETrace.payoff>`), and the warm start never reads them either:
+<evcs_gym.ue.evaluator.UETrace.payoff>`), and the warm start never reads them either:
 :meth:`NetworkData.with_stop_settings <evcs_gym.network.NetworkData.with_stop_settings>`
 changes them on a loaded scenario without preparing it again."""
 
@@ -125,7 +125,7 @@ class ScenarioSettings:
     """Stationary stop: a loop that has not met its stop rule ends once every station's
     revenue is known to this relative standard error (``ue_stats["revenue_se"]``), and
     the evaluation returns the mean over the loop's stationary window
-    (:mod:`evcs_gym.stopping`). A station's size is its revenue, or
+    (:mod:`evcs_gym.ue.stopping`). A station's size is its revenue, or
     ``ue_payoff_floor`` times the mean revenue per station where that is larger. 0 turns
     the stationary stop off: such loops run to ``ue_max_iterations`` and return the
     stationary mean of the whole run."""

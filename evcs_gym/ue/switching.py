@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evcs_gym.costs import relative_gap
-from evcs_gym.settings import ScenarioSettings
+from evcs_gym.network.settings import ScenarioSettings
+from evcs_gym.ue.costs import relative_gap
 
 __all__ = ["SwitchInput", "TargetedSwitching", "make_switching_rule"]
 

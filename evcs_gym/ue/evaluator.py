@@ -16,7 +16,7 @@ The UE loop:
 2. for every platoon compute the cost of every route in its set — value of time ×
    travel time + for charging routes the price of the period in which it enters the
    charging link × energy — by walking the route through this simulation's
-   time-dependent link travel times (:mod:`evcs_gym.costs`; with heterogeneous drivers
+   time-dependent link travel times (:mod:`evcs_gym.ue.costs`; with heterogeneous drivers
    plus the platoon's fixed taste for the station) *from the moment the
    platoon left its origin node's queue* (UXsim holds departing vehicles there; the
    wait counts in the travel time). The platoon's experienced cost is that of its own
@@ -24,21 +24,21 @@ The UE loop:
    footing (the simulated arrival differs from the walk by a few seconds, reported as
    ``ue_stats["travel_time_model_error"]``);
 3. relative gap of a platoon = (cost − best) / cost; record each station's revenue;
-   stop (:class:`~evcs_gym.stopping.StopRule`) when the stop rule has held for
+   stop (:class:`~evcs_gym.ue.stopping.StopRule`) when the stop rule has held for
    ``ue_convergence_stable_rounds`` iterations (``"converged"``), or when the
    stationary mean of the revenues is known to ``ue_payoff_precision``
    (``"stationary"``), or at ``ue_max_iterations``;
-4. otherwise switch platoons to their cheapest route (:mod:`evcs_gym.switching`) and
+4. otherwise switch platoons to their cheapest route (:mod:`evcs_gym.ue.switching`) and
    repeat.
 
-**The payoff** (:func:`~evcs_gym.stopping.settle_payoff`). A loop that met its rule
+**The payoff** (:func:`~evcs_gym.ue.stopping.settle_payoff`). A loop that met its rule
 answers with its final iteration. Where the rule is out of reach — at many price
 profiles the deterministic-choice UE has no point equilibrium, and the loop wanders in
 a stationary orbit, each station's revenue moving by 2–6 % (sd) from one iteration to
 the next on Sioux Falls — the answer is the **mean over the loop's stationary window**
 (after the transient, found by the MSER rule), with each station's standard error
 (allowing for the orbit's autocorrelation) in ``ue_stats["revenue_se"]`` and the window
-in ``ue_stats["window"]`` (:mod:`evcs_gym.stationary`). ``converged`` says whether the
+in ``ue_stats["window"]`` (:mod:`evcs_gym.ue.stationary`). ``converged`` says whether the
 rule was met.
 """
 
@@ -47,17 +47,18 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from evcs_gym.costs import RouteCoster, relative_gap
 from evcs_gym.network import NetworkData
-from evcs_gym.prices import price_matrix
-from evcs_gym.settings import ScenarioSettings
-from evcs_gym.simulation import SimulationOutput, WorldBuilder
-from evcs_gym.stopping import (
+from evcs_gym.network.settings import ScenarioSettings
+from evcs_gym.ue.costs import RouteCoster, relative_gap
+from evcs_gym.ue.prices import price_matrix
+from evcs_gym.ue.result import EvalResult, UEStats
+from evcs_gym.ue.simulation import SimulationOutput, WorldBuilder
+from evcs_gym.ue.stopping import (
     GapStats,
     Payoff,
     StopRule,
@@ -65,8 +66,7 @@ from evcs_gym.stopping import (
     gap_summary,
     settle_payoff,
 )
-from evcs_gym.switching import SwitchInput, make_switching_rule
-from evcs_gym.utils import FieldwiseEquality, to_jsonable
+from evcs_gym.ue.switching import SwitchInput, make_switching_rule
 
 __all__ = [
     "EVCSRewardEvaluator",
@@ -79,58 +79,6 @@ __all__ = [
 ]
 
 _SEED_DOMAIN = 0x45564353  # "EVCS": separates our streams from other users of the seed
-
-
-@dataclass(eq=False)
-class EvalResult(FieldwiseEquality):
-    """Outcome of one evaluation. Equality compares every field bit for bit except timings.
-
-    Attributes:
-        rewards: station -> reward (revenue minus energy cost) in currency.
-        flows: station -> (n_periods,) vehicles that started charging in each period
-            (a mean over the stationary window where the loop did not converge, so
-            not always whole numbers).
-        revenues: station -> revenue Σ price × flow × energy.
-        prices: station -> the (n_periods,) prices evaluated.
-        ue_iterations: simulations run by the UE loop.
-        converged: whether the stop rule was met (``stop_reason == "converged"``).
-        ue_stats: ``stop_reason`` (``"converged"``, ``"stationary"`` or
-            ``"max_iterations"``); the payoff: ``payoff`` (``"final_iteration"`` or
-            ``"stationary_mean"``), ``window`` (first and last iteration averaged,
-            1-based), ``revenue_se`` and ``reward_se`` (station -> standard error,
-            :func:`~evcs_gym.stopping.settle_payoff`), ``autocorrelation_time`` (``None``
-            for a converged loop); at the
-            final iteration ``relative_gap`` (mean over completed platoons),
-            ``completed_ratio``, ``charging_relative_gap`` and ``charging_tail_share``
-            (the stop rule's charging criteria), ``charging_gap`` /
-            ``non_charging_gap`` (:func:`gap_summary`: mean, p95, max, shares above
-            1 / 5 / 10 %), ``stop_tolerances``; per iteration ``gap_history``,
-            ``charging_gap_history``, ``charging_tail_history``, ``completed_history``,
-            ``switch_history``, ``revenue_history`` (per station); and
-            ``simulated_charging_vehicles``, ``simulated_non_charging_vehicles``,
-            ``charging_vehicles_completed``, ``charging_vehicles_charged``,
-            ``travel_time_model_error``, ``mean_travel_time``.
-        seed: the seed used (``None`` resolved to the scenario's default).
-        timings: wall-clock seconds by phase (not part of equality).
-    """
-
-    rewards: dict[str, float]
-    flows: dict[str, np.ndarray]
-    revenues: dict[str, float]
-    prices: dict[str, np.ndarray]
-    ue_iterations: int
-    converged: bool
-    ue_stats: dict[str, Any]
-    seed: int
-    timings: dict[str, float] = field(default_factory=dict, compare=False)
-
-    @property
-    def total_reward(self) -> float:
-        return float(sum(self.rewards.values()))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (arrays as lists)."""
-        return to_jsonable(dataclasses.asdict(self))
 
 
 @dataclass(eq=False)
@@ -289,35 +237,35 @@ class EVCSRewardEvaluator:
         travel = ue.sim.arrival_time - nd.veh_departure
         last = ue.history[-1]
         agents = nd.agent_names
-        stats = {
-            "stop_reason": ue.stop_reason,
-            "payoff": pay.kind,
-            "window": list(pay.window),
-            "revenue_se": {a: float(pay.revenue_se[i]) for i, a in enumerate(agents)},
-            "reward_se": {a: float(pay.reward_se[i]) for i, a in enumerate(agents)},
-            "autocorrelation_time": (
+        stats = UEStats(
+            stop_reason=ue.stop_reason,
+            payoff=pay.kind,
+            window=list(pay.window),
+            revenue_se={a: float(pay.revenue_se[i]) for i, a in enumerate(agents)},
+            reward_se={a: float(pay.reward_se[i]) for i, a in enumerate(agents)},
+            autocorrelation_time=(
                 None if np.isnan(pay.autocorrelation_time) else pay.autocorrelation_time
             ),
-            "relative_gap": last.mean_gap,
-            "completed_ratio": last.completed_ratio,
-            "charging_relative_gap": last.charging_mean_gap,
-            "charging_tail_share": last.charging_tail_share,
-            "charging_gap": gap_summary(ue.final_gap[completed & charging]),
-            "non_charging_gap": gap_summary(ue.final_gap[completed & ~charging]),
-            "stop_tolerances": s.stop_tolerances,
-            "gap_history": [h.mean_gap for h in ue.history],
-            "charging_gap_history": [h.charging_mean_gap for h in ue.history],
-            "charging_tail_history": [h.charging_tail_share for h in ue.history],
-            "completed_history": [h.completed_ratio for h in ue.history],
-            "switch_history": list(ue.switch_history),
-            "revenue_history": _earnings(p, ue.flows, s.charging_demand_per_vehicle).tolist(),
-            "simulated_charging_vehicles": sim_counts["charging"],
-            "simulated_non_charging_vehicles": sim_counts["non_charging"],
-            "charging_vehicles_completed": int((completed & charging).sum()) * s.deltan,
-            "charging_vehicles_charged": float(flows_mat.sum()),
-            "travel_time_model_error": ue.time_discrepancy,
-            "mean_travel_time": float(np.nanmean(travel)) if completed.any() else float("nan"),
-        }
+            relative_gap=last.mean_gap,
+            completed_ratio=last.completed_ratio,
+            charging_relative_gap=last.charging_mean_gap,
+            charging_tail_share=last.charging_tail_share,
+            charging_gap=gap_summary(ue.final_gap[completed & charging]),
+            non_charging_gap=gap_summary(ue.final_gap[completed & ~charging]),
+            stop_tolerances=s.stop_tolerances,
+            gap_history=[h.mean_gap for h in ue.history],
+            charging_gap_history=[h.charging_mean_gap for h in ue.history],
+            charging_tail_history=[h.charging_tail_share for h in ue.history],
+            completed_history=[h.completed_ratio for h in ue.history],
+            switch_history=list(ue.switch_history),
+            revenue_history=_earnings(p, ue.flows, s.charging_demand_per_vehicle).tolist(),
+            simulated_charging_vehicles=sim_counts["charging"],
+            simulated_non_charging_vehicles=sim_counts["non_charging"],
+            charging_vehicles_completed=int((completed & charging).sum()) * s.deltan,
+            charging_vehicles_charged=float(flows_mat.sum()),
+            travel_time_model_error=ue.time_discrepancy,
+            mean_travel_time=float(np.nanmean(travel)) if completed.any() else float("nan"),
+        )
         return EvalResult(
             rewards={a: float(reward[i]) for i, a in enumerate(agents)},
             flows={a: flows_mat[i].copy() for i, a in enumerate(agents)},
@@ -343,9 +291,9 @@ class EVCSRewardEvaluator:
             seeds: a list of distinct non-negative seeds, or a count ``n`` for ``0..n-1``.
 
         Returns:
-            :class:`evcs_gym.averaging.SeedAverage` (``.rewards``, ``.rewards_se``, ...).
+            :class:`evcs_gym.ue.averaging.SeedAverage` (``.rewards``, ``.rewards_se``, ...).
         """
-        from evcs_gym.averaging import SeedAverage, check_seeds
+        from evcs_gym.ue.averaging import SeedAverage, check_seeds
 
         seed_list = check_seeds(seeds)
         self.check_prices(prices)

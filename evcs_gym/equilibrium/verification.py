@@ -7,7 +7,7 @@ evaluations and time it took. :func:`verify_prices` is that ending, once.
 
 Example:
     >>> import evcs_gym
-    >>> from evcs_gym.baselines import verify_prices
+    >>> from evcs_gym.equilibrium import verify_prices
     >>> nd = evcs_gym.load_scenario("tiny")
     >>> cert = verify_prices(nd, {"A": [0.5] * 4, "B": [0.5] * 4}, budget=4, seeds=2,
     ...                      out=lambda *_: None)
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.baselines.exploitability import ExploitabilityResult, exploitability
+from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
 
 __all__ = ["add_verification_arguments", "format_prices", "verify_from_args", "verify_prices"]
 
@@ -76,7 +76,7 @@ def verify_prices(
         out(line)
     out(f"verifying in the simulator ({budget} evaluations per station, {n_seeds} seeds)...")
     if workers > 1:
-        from evcs_gym import ParallelEvaluatorPool
+        from evcs_gym.parallel import ParallelEvaluatorPool
 
         evaluator = ParallelEvaluatorPool(data, n_workers=workers)
     else:

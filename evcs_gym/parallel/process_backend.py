@@ -1,11 +1,11 @@
-"""Process backend of :class:`~evcs_gym.pool.ParallelEvaluatorPool`.
+"""Process backend of :class:`~evcs_gym.parallel.pool.ParallelEvaluatorPool`.
 
 A :class:`concurrent.futures.ProcessPoolExecutor` whose ``initializer`` builds one
-:class:`~evcs_gym.evaluator.EVCSRewardEvaluator` per worker (the NetworkData travels once
+:class:`~evcs_gym.ue.evaluator.EVCSRewardEvaluator` per worker (the NetworkData travels once
 per worker, in the initializer's arguments). A small shared-memory table of
 (pid, running task) tells a dead worker from the live ones when the executor breaks, so
 only the task the dead worker held fails (``WorkerCrashedError``) and the others are
-re-run on a rebuilt executor. See :mod:`evcs_gym.pool` for the behaviour users see.
+re-run on a rebuilt executor. See :mod:`evcs_gym.parallel.pool` for the behaviour users see.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from evcs_gym.errors import PoolClosedError, WorkerCrashedError
-from evcs_gym.evaluator import EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
-from evcs_gym.pool import _settle, _Task  # shared with the Ray backend
+from evcs_gym.parallel.backend import Task, settle
+from evcs_gym.ue.evaluator import EVCSRewardEvaluator
 
 __all__: list[str] = []
 
@@ -165,8 +165,8 @@ def _mp_context(start_method: str | None) -> Any:
         from multiprocessing import forkserver
 
         current = list(getattr(forkserver._forkserver, "_preload_modules", ["__main__"]))
-        if "evcs_gym.evaluator" not in current:
-            ctx.set_forkserver_preload([*current, "evcs_gym.evaluator"])
+        if "evcs_gym.ue.evaluator" not in current:
+            ctx.set_forkserver_preload([*current, "evcs_gym.ue.evaluator"])
     return ctx
 
 
@@ -183,7 +183,7 @@ class _ProcessBackend:
         self._clip = clip_prices
         self._ctx = _mp_context(start_method)
         self._lock = threading.RLock()
-        self._tasks: dict[int, _Task] = {}  # submitted, not yet settled by the backend
+        self._tasks: dict[int, Task] = {}  # submitted, not yet settled by the backend
         self._killed: set[int] = set()  # pids we killed on purpose (timeouts)
         self._retired: list[ProcessPoolExecutor] = []
         self._cancelled = self._ctx.RawArray("q", _CANCEL_RING)
@@ -238,14 +238,14 @@ class _ProcessBackend:
         return out
 
     # ---------------------------------------------------------------- tasks
-    def submit(self, task: _Task) -> None:
+    def submit(self, task: Task) -> None:
         with self._lock:
             if self._closed:
                 raise PoolClosedError("this ParallelEvaluatorPool has been shut down")
             self._tasks[task.id] = task
             self._dispatch(task)
 
-    def _dispatch(self, task: _Task) -> None:  # lock held
+    def _dispatch(self, task: Task) -> None:  # lock held
         try:
             inner = self._executor.submit(_evaluate_in_worker, task.id, task.prices, task.seed)
         except BrokenProcessPool:  # broke while idle, or its callbacks are waiting for us
@@ -254,13 +254,13 @@ class _ProcessBackend:
                 inner = self._executor.submit(_evaluate_in_worker, task.id, task.prices, task.seed)
             except (BrokenProcessPool, RuntimeError) as e:  # closed, or no new executor
                 self._tasks.pop(task.id, None)
-                _settle(task.future, exc=WorkerCrashedError(f"no worker processes: {e}"))
+                settle(task.future, exc=WorkerCrashedError(f"no worker processes: {e}"))
                 return
         task.inner = inner
         task.generation = self._generation
         inner.add_done_callback(partial(self._inner_done, task, self._generation))
 
-    def _inner_done(self, task: _Task, generation: int, inner: Future) -> None:
+    def _inner_done(self, task: Task, generation: int, inner: Future) -> None:
         # Runs in the executor's manager thread. Never let an exception escape: the
         # caller's future would never resolve.
         try:
@@ -272,13 +272,13 @@ class _ProcessBackend:
                 if self._tasks.get(task.id) is task and task.inner is inner:
                     del self._tasks[task.id]
             if exc is not None:
-                _settle(task.future, exc=exc)
+                settle(task.future, exc=exc)
             elif inner.result() is None:  # skipped by the worker: cancelled
                 task.future.cancel()
             else:
-                _settle(task.future, inner.result())
+                settle(task.future, inner.result())
         except Exception as e:  # pragma: no cover - defensive
-            _settle(task.future, exc=e)
+            settle(task.future, exc=e)
 
     def _on_broken(self, generation: int) -> None:
         """The executor of ``generation`` broke: fail the dead worker's task, re-run the rest.
@@ -286,7 +286,7 @@ class _ProcessBackend:
         Called from the first callback of a broken executor, before the executor
         terminates its surviving workers, so the dead ones are told apart from the live.
         """
-        failed: list[tuple[_Task, BaseException]] = []
+        failed: list[tuple[Task, BaseException]] = []
         with self._lock:
             if generation != self._generation:
                 return  # already handled
@@ -345,18 +345,18 @@ class _ProcessBackend:
                     self._tasks.pop(t.id, None)
                     failed.append((t, err))
         for t, err in failed:
-            _settle(t.future, exc=err)
+            settle(t.future, exc=err)
 
-    def _mark_cancelled(self, tasks: Sequence[_Task]) -> None:
+    def _mark_cancelled(self, tasks: Sequence[Task]) -> None:
         ring = self._cancelled
         for t in tasks:
             ring[t.id % _CANCEL_RING] = t.id
 
-    def cancel(self, tasks: Sequence[_Task]) -> None:
+    def cancel(self, tasks: Sequence[Task]) -> None:
         """Skip ``tasks`` if they have not started; running ones finish (result dropped)."""
         self._mark_cancelled(tasks)
 
-    def abandon(self, tasks: Sequence[_Task]) -> None:
+    def abandon(self, tasks: Sequence[Task]) -> None:
         """Forget ``tasks`` (their futures are settled) and kill the workers running them."""
         with self._lock:
             self._mark_cancelled(tasks)  # first: then a worker either skips it or shows it

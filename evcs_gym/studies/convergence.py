@@ -40,10 +40,10 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.averaging import SeedAverage, check_seeds
-from evcs_gym.evaluator import EVCSRewardEvaluator
 from evcs_gym.network import NetworkData
-from evcs_gym.scenario import load_scenario
+from evcs_gym.scenarios.loader import load_scenario
+from evcs_gym.ue.averaging import SeedAverage, check_seeds
+from evcs_gym.ue.evaluator import EVCSRewardEvaluator
 from evcs_gym.utils import to_jsonable
 
 __all__ = [
@@ -315,7 +315,7 @@ def convergence_study(
         nd = _condition_network(scenario, cond, default, overrides)
         tasks = [(p, s) for p in profiles for s in seed_list]
         if workers > 1:
-            from evcs_gym.pool import ParallelEvaluatorPool
+            from evcs_gym.parallel.pool import ParallelEvaluatorPool
 
             with ParallelEvaluatorPool(nd, n_workers=workers) as pool:
                 flat = pool.evaluate_batch([profiles[p] for p, _ in tasks], [s for _, s in tasks])

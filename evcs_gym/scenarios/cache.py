@@ -1,6 +1,6 @@
 """On-disk cache of scenario preparation: route sets and the warm start.
 
-:func:`~evcs_gym.scenario.load_scenario` spends almost all its time on two steps that
+:func:`~evcs_gym.scenarios.loader.load_scenario` spends almost all its time on two steps that
 depend on the scenario alone: the route sets (k shortest paths per OD pair and class)
 and the warm start (a user equilibrium solved once at the reference price). On Anaheim
 they take about 100 s. Both are pure functions of the scenario's files, its effective
@@ -13,7 +13,7 @@ Where:
 
 Key:
     a SHA-256 over the bytes of the four scenario files, the effective settings
-    (:attr:`~evcs_gym.settings.ScenarioSettings.digest`, which covers overrides), whether
+    (:attr:`~evcs_gym.network.settings.ScenarioSettings.digest`, which covers overrides), whether
     a warm start is computed, the package version, the UXsim version and
     :data:`FORMAT`. Change any of them and the key changes: a stale entry is never read,
     it is simply not found (``evcs-gym cache clear`` removes old ones).
@@ -23,7 +23,7 @@ Safety:
       (atomic on POSIX and Windows), so a reader never sees half an entry;
     * it holds its own key and a SHA-256 of its arrays; an entry that fails to open,
       names another key or fails its checksum (truncated, corrupt) is logged on the
-      ``evcs_gym.cache`` logger, deleted and rebuilt: never a wrong result, never a crash;
+      ``evcs_gym.scenarios.cache`` logger, deleted and rebuilt: never a wrong result, never a crash;
     * processes that load the same scenario at once (a pool starting up) serialize on a
       lock file next to the entry: the first computes and writes, the others wait and
       read what it wrote (``fcntl`` locks; where those do not exist, each may compute, and
@@ -66,7 +66,7 @@ __all__ = [
     "default_cache_dir",
 ]
 
-log = logging.getLogger("evcs_gym.cache")
+log = logging.getLogger("evcs_gym.scenarios.cache")
 
 ENV_VAR = "EVCS_GYM_CACHE_DIR"
 """Environment variable that overrides the cache folder."""

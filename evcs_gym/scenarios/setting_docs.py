@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from evcs_gym.errors import ScenarioError
-from evcs_gym.scenario import scenario_folder
-from evcs_gym.settings import ScenarioSettings
+from evcs_gym.network.settings import ScenarioSettings
+from evcs_gym.scenarios.loader import scenario_folder
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["scenario_settings", "setting_docs", "setting_names", "settings_table"]

@@ -1,7 +1,8 @@
 """When a UE loop stops, and what it answers: the stop rule and the stationary-mean payoff.
 
-A UE loop (:meth:`EVCSRewardEvaluator.evaluate <evcs_gym.evaluator.EVCSRewardEvaluator.evaluate>`)
-ends in one of three ways (``ue_stats["stop_reason"]``):
+A UE loop (:meth:`EVCSRewardEvaluator.evaluate
+<evcs_gym.ue.evaluator.EVCSRewardEvaluator.evaluate>`) ends in one of three ways
+(``ue_stats["stop_reason"]``):
 
 * ``"converged"`` — the **stop rule** held for ``ue_convergence_stable_rounds``
   iterations in a row (:meth:`GapStats.meets`): the mean relative gap of all completed
@@ -17,14 +18,14 @@ ends in one of three ways (``ue_stats["stop_reason"]``):
   near its rule, :class:`StopRule`), over a window of at least
   ``ue_payoff_min_window`` iterations after the transient (MSER truncation), every
   station's standard error is within ``ue_payoff_precision`` of its revenue
-  (:mod:`evcs_gym.stationary`). The payoff is the mean over that window
+  (:mod:`evcs_gym.ue.stationary`). The payoff is the mean over that window
   (``"stationary_mean"``).
 * ``"max_iterations"`` — neither within ``ue_max_iterations``: the payoff is the
   stationary mean over the MSER window of the whole loop, with whatever standard
   error it has.
 
 ``converged`` means the rule was met, as always. Nothing here feeds back into the
-switching, so a recorded loop (:class:`~evcs_gym.evaluator.UETrace`) replays any
+switching, so a recorded loop (:class:`~evcs_gym.ue.evaluator.UETrace`) replays any
 other cap, precision or window exactly.
 """
 
@@ -35,8 +36,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evcs_gym.settings import ScenarioSettings
-from evcs_gym.stationary import ar1_standard_error, mser_truncation, stationary_estimate
+from evcs_gym.network.settings import ScenarioSettings
+from evcs_gym.ue.result import GapSummary
+from evcs_gym.ue.stationary import ar1_standard_error, mser_truncation, stationary_estimate
 
 __all__ = ["GapStats", "Payoff", "StopRule", "gap_summary", "settle_payoff"]
 
@@ -120,7 +122,7 @@ completed_ratio=0.75)
         )
 
 
-def gap_summary(gap: np.ndarray) -> dict[str, float]:
+def gap_summary(gap: np.ndarray) -> GapSummary:
     """Mean, p95, max and shares above 1 / 5 / 10 % of a set of relative gaps.
 
     Example:
@@ -129,24 +131,24 @@ def gap_summary(gap: np.ndarray) -> dict[str, float]:
     """
     if len(gap) == 0:
         nan = float("nan")
-        return {
-            "count": 0,
-            "mean": nan,
-            "p95": nan,
-            "max": nan,
-            "share_above_1pct": nan,
-            "share_above_5pct": nan,
-            "share_above_10pct": nan,
-        }
-    return {
-        "count": int(len(gap)),
-        "mean": float(gap.mean()),
-        "p95": float(np.percentile(gap, 95)),
-        "max": float(gap.max()),
-        "share_above_1pct": float((gap > 0.01).mean()),
-        "share_above_5pct": float((gap > 0.05).mean()),
-        "share_above_10pct": float((gap > 0.10).mean()),
-    }
+        return GapSummary(
+            count=0,
+            mean=nan,
+            p95=nan,
+            max=nan,
+            share_above_1pct=nan,
+            share_above_5pct=nan,
+            share_above_10pct=nan,
+        )
+    return GapSummary(
+        count=int(len(gap)),
+        mean=float(gap.mean()),
+        p95=float(np.percentile(gap, 95)),
+        max=float(gap.max()),
+        share_above_1pct=float((gap > 0.01).mean()),
+        share_above_5pct=float((gap > 0.05).mean()),
+        share_above_10pct=float((gap > 0.10).mean()),
+    )
 
 
 class StopRule:
@@ -252,7 +254,7 @@ def settle_payoff(
       iterations, all of which met the rule: how far one settled iteration may sit from
       another (0 when they agree).
     * otherwise: the mean over the stationary window (MSER truncation of the revenue
-      history, :func:`~evcs_gym.stationary.stationary_estimate`) and its AR(1) standard
+      history, :func:`~evcs_gym.ue.stationary.stationary_estimate`) and its AR(1) standard
       error.
 
     Args:

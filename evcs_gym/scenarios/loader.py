@@ -25,12 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym import cache as cache_mod
-from evcs_gym import demand as demand_mod
-from evcs_gym import routes as routes_mod
 from evcs_gym.errors import ScenarioError
 from evcs_gym.network import LINK_CHARGING, LINK_CONNECTOR, LINK_ROAD, LinkTable, NetworkData
-from evcs_gym.settings import MAX_LINK_CELLS, ScenarioSettings, link_cells
+from evcs_gym.network import demand as demand_mod
+from evcs_gym.network import routes as routes_mod
+from evcs_gym.network.settings import MAX_LINK_CELLS, ScenarioSettings, link_cells
+from evcs_gym.scenarios import cache as cache_mod
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["available_scenarios", "load_scenario", "scenario_folder"]
@@ -48,8 +48,12 @@ _LINK_COLUMNS = ("name", "start", "end", "length", "u", "kappa", "merge_priority
 _DEMAND_COLUMNS = ("orig", "dest", "start_t", "end_t", "q")
 
 
+_PREPARATION_ROOMS = ("network", "ue", "scenarios")
+"""The package's folders whose code a preparation runs (hashed into its cache key)."""
+
+
 def _scenario_root() -> Path:
-    return Path(str(resources.files("evcs_gym") / "scenarios"))
+    return Path(str(resources.files("evcs_gym.scenarios")))
 
 
 def available_scenarios() -> list[str]:
@@ -100,7 +104,7 @@ def load_scenario(
             (fewer UE iterations per evaluation). ``False``: start from free-flow
             cheapest routes.
         cache: read the prepared route sets and warm start from the on-disk cache
-            (:mod:`evcs_gym.cache`), computing and storing them on a miss. ``False``:
+            (:mod:`evcs_gym.scenarios.cache`), computing and storing them on a miss. ``False``:
             compute them, and neither read nor write the cache. Either way the result
             is the same, bit for bit.
         **overrides: settings to replace, by their settings-file key
@@ -528,7 +532,7 @@ def _prepare(
     timings = {"routes": time.perf_counter() - t0}
     nd = _assemble(folder, inp, net, platoons, demanded, routes, timings)
     if warm_start and nd.n_platoons:
-        from evcs_gym.evaluator import compute_warm_start
+        from evcs_gym.ue.evaluator import compute_warm_start
 
         nd = compute_warm_start(nd)
     return nd
@@ -578,11 +582,17 @@ def _from_prepared(
 
 @functools.cache
 def _code_fingerprint() -> str:
-    """SHA-256 of the package's own modules: a cache entry is only read by the code that
-    wrote it, even between releases (an editable install under development)."""
+    """SHA-256 of the modules a preparation runs (the package's top level, ``network/``,
+    ``ue/`` and ``scenarios/``): a cache entry is only read by the code that wrote it,
+    even between releases (an editable install under development)."""
+    root = Path(__file__).resolve().parents[1]
+    paths = [
+        *root.glob("*.py"),
+        *(p for room in _PREPARATION_ROOMS for p in root.glob(f"{room}/*.py")),
+    ]
     h = hashlib.sha256()
-    for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
-        h.update(path.name.encode())
+    for path in sorted(paths):
+        h.update(path.relative_to(root).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
 

@@ -23,7 +23,7 @@ the objective). It tries, in this order of priority:
 ``budget`` is a hard cap on the distinct price vectors tried per station (so on the
 simulator runs a search causes); when it is smaller than the candidates of steps 1-5
 they are cut in that order. The best profile found is a lower bound on the true best
-response. :func:`evcs_gym.baselines.exploitability.exploitability` runs this search for
+response. :func:`evcs_gym.equilibrium.exploitability.exploitability` runs this search for
 every station of a profile and re-evaluates the deviations found on further seeds.
 """
 
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import differential_evolution
 
-from evcs_gym.baselines.evaluation import BatchEvaluator
+from evcs_gym.equilibrium.evaluation import BatchEvaluator
 
 __all__ = ["PERIOD_STEP", "best_response"]
 

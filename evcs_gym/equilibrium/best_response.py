@@ -1,7 +1,7 @@
 """Reference equilibrium solver: damped best-response dynamics verified in the simulator.
 
 :class:`BestResponseDynamics` iterates Jacobi best responses: at the current profile it
-runs :func:`~evcs_gym.baselines.exploitability.exploitability` — every station's best
+runs :func:`~evcs_gym.equilibrium.exploitability.exploitability` — every station's best
 unilateral deviation, searched in the simulator with common random numbers — which is
 at the same time the profile's exploitability certificate and the next Jacobi step. If
 the relative NashConv is at or below ``target`` the profile is returned with that
@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.baselines.evaluation import BatchEvaluator
-from evcs_gym.baselines.exploitability import ExploitabilityResult, exploitability
+from evcs_gym.equilibrium.evaluation import BatchEvaluator
+from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
 
 __all__ = ["BestResponseDynamics", "SolverResult"]
 
