@@ -16,6 +16,11 @@ The game's equilibrium tools (verified exploitability, the reference solver) liv
 :mod:`evcs_gym.equilibrium`; their names still import from here, with a
 ``DeprecationWarning``.
 
+The names import from their modules on first use, so ``import evcs_gym.baselines`` does
+not import PyTorch (an optional dependency): :data:`ALGORITHM_NAMES`
+(:mod:`~evcs_gym.baselines.registry`) names the learners without it, for a command
+line's choices say, and :data:`ALGORITHMS` holds their classes.
+
 Nothing here is specific to EV charging: any env with 1-D Box observations and finite 1-D Box
 actions works, e.g. ``MADDPG.from_env(simple_spread_v3.parallel_env(continuous_actions=True))``
 with ``from mpe2 import simple_spread_v3``.
@@ -25,35 +30,40 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evcs_gym.baselines.algorithm import Algorithm, CriticFn
-from evcs_gym.baselines.common import (
-    Actor,
-    Batch,
-    Critic,
-    GaussianNoise,
-    ReplayBuffer,
-    mlp,
-    polyak_update,
-    torch_seeded,
-)
-from evcs_gym.baselines.history import GameHistory
-from evcs_gym.baselines.iddpg import IDDPG, IDDPGConfig
-from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
-from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
-from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
-from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig
-from evcs_gym.baselines.vec import SerialVecEnv
+from evcs_gym.baselines.registry import ALGORITHM_NAMES
 
-ALGORITHMS: dict[str, type[MADDPG]] = {"maddpg": MADDPG, "iddpg": IDDPG, "mfddpg": MFDDPG}
-"""Algorithm classes by their ``name``."""
+if TYPE_CHECKING:  # imported on first use below: PyTorch is optional and slow to import
+    from evcs_gym.baselines.algorithm import Algorithm, CriticFn
+    from evcs_gym.baselines.common import (
+        Actor,
+        Batch,
+        Critic,
+        GaussianNoise,
+        ReplayBuffer,
+        mlp,
+        polyak_update,
+        torch_seeded,
+    )
+    from evcs_gym.baselines.history import GameHistory
+    from evcs_gym.baselines.iddpg import IDDPG, IDDPGConfig
+    from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
+    from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
+    from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
+    from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig, TrainResult
+    from evcs_gym.baselines.vec import SerialVecEnv
+
+    ALGORITHMS: dict[str, type[MADDPG]]
+    """Algorithm classes by their ``name`` (the names: :data:`ALGORITHM_NAMES`)."""
 
 __all__ = [
     "ALGORITHMS",
+    "ALGORITHM_NAMES",
     "GameHistory",
     "GameTrainer",
     "SerialVecEnv",
+    "TrainResult",
     "TrainerConfig",
     "IDDPG",
     "MADDPG",
@@ -75,6 +85,33 @@ __all__ = [
     "torch_seeded",
 ]
 
+_EXPORTS: dict[str, str] = {
+    "Algorithm": "evcs_gym.baselines.algorithm",
+    "CriticFn": "evcs_gym.baselines.algorithm",
+    "Actor": "evcs_gym.baselines.common",
+    "Batch": "evcs_gym.baselines.common",
+    "Critic": "evcs_gym.baselines.common",
+    "GaussianNoise": "evcs_gym.baselines.common",
+    "ReplayBuffer": "evcs_gym.baselines.common",
+    "mlp": "evcs_gym.baselines.common",
+    "polyak_update": "evcs_gym.baselines.common",
+    "torch_seeded": "evcs_gym.baselines.common",
+    "GameHistory": "evcs_gym.baselines.history",
+    "IDDPG": "evcs_gym.baselines.iddpg",
+    "IDDPGConfig": "evcs_gym.baselines.iddpg",
+    "MADDPG": "evcs_gym.baselines.maddpg",
+    "MADDPGConfig": "evcs_gym.baselines.maddpg",
+    "MFDDPG": "evcs_gym.baselines.mfddpg",
+    "MFDDPGConfig": "evcs_gym.baselines.mfddpg",
+    "NashConvChecker": "evcs_gym.baselines.nashconv",
+    "NashConvResult": "evcs_gym.baselines.nashconv",
+    "GameTrainer": "evcs_gym.baselines.trainer",
+    "TrainerConfig": "evcs_gym.baselines.trainer",
+    "TrainResult": "evcs_gym.baselines.trainer",
+    "SerialVecEnv": "evcs_gym.baselines.vec",
+}
+"""Each public name imported on first use -> the module it comes from."""
+
 _MOVED_TO_EQUILIBRIUM = (
     "BestResponseDynamics",
     "ExploitabilityResult",
@@ -88,8 +125,16 @@ _MOVED_TO_EQUILIBRIUM = (
 
 
 def __getattr__(name: str) -> Any:
-    """The equilibrium tools' 0.2.0 names, now in :mod:`evcs_gym.equilibrium` (deprecated)."""
-    if name in _MOVED_TO_EQUILIBRIUM:
+    """The public names, imported from their modules on first use (then cached here),
+    and the equilibrium tools' 0.2.0 names, now in :mod:`evcs_gym.equilibrium`
+    (deprecated)."""
+    if name == "ALGORITHMS":
+        from evcs_gym.baselines.registry import load_algorithms
+
+        value: Any = load_algorithms()
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    elif name in _MOVED_TO_EQUILIBRIUM:
         warnings.warn(
             f"`evcs_gym.baselines.{name}` moved to `evcs_gym.equilibrium.{name}` in evcs-gym "
             "0.3.0; import it from there (the old name will be removed)",
@@ -97,4 +142,12 @@ def __getattr__(name: str) -> Any:
             stacklevel=2,
         )
         return getattr(importlib.import_module("evcs_gym.equilibrium"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """The module's attributes and every public name, imported or not yet."""
+    return sorted({*globals(), *__all__})

@@ -13,6 +13,10 @@ threshold; if the strategy stalls while exploitability stays high it calls
 ``reset_noise()``. Training and evaluation share one rollout function
 (:meth:`GameTrainer.rollout`); evaluation uses pure actions and does not learn.
 
+:meth:`GameTrainer.train` returns a :class:`TrainResult`; its :meth:`TrainResult.to_dict`
+is the run's ``summary.json`` (which :meth:`GameTrainer.save_outputs` writes, with what
+the caller adds).
+
 Nothing here is specific to EV charging: simulator verification enters through the
 optional ``verifier`` callable (the CLI passes one that runs
 :func:`~evcs_gym.equilibrium.exploitability.exploitability`).
@@ -22,8 +26,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +39,7 @@ from evcs_gym.baselines.algorithm import Algorithm
 from evcs_gym.baselines.history import Checkpoint, GameHistory, versions
 from evcs_gym.baselines.nashconv import NashConvChecker
 
-__all__ = ["GameTrainer", "RolloutStats", "TrainerConfig"]
+__all__ = ["GameTrainer", "RolloutStats", "TrainResult", "TrainerConfig"]
 
 
 @dataclass
@@ -76,6 +80,55 @@ class RolloutStats:
     metrics: list[dict[str, float]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class TrainResult:
+    """What :meth:`GameTrainer.train` returns: the run's settings, its size and its end.
+
+    :meth:`to_dict` gives the JSON-ready summary (the keys of ``summary.json``, in this
+    order); ``dataclasses.asdict`` gives the same with ``None`` for a missing checkpoint.
+    """
+
+    algorithm: str
+    """The algorithm's ``name`` (its class name if it has none)."""
+    config: TrainerConfig
+    """The trainer's settings of the run (a copy)."""
+    seed: int
+    """The run's seed (``config.seed``)."""
+    evaluations: int
+    """Evaluations the trainer has spent (env steps × copies), at most ``config.budget``."""
+    iterations: int
+    """Training iterations (one vector-env step and one ``learn()`` each)."""
+    converged: bool
+    """Whether training stopped early on convergence: ``stable_checks`` consecutive
+    checkpoints with a stable pure strategy and a critic NashConv below threshold."""
+    noise_resets: int
+    """How often the exploration noise was reset because the strategy stalled while still
+    exploitable."""
+    train_seconds: float
+    """Wall-clock seconds of the training loop."""
+    versions: dict[str, str]
+    """Versions of what the run depends on: Python, evcs-gym, numpy, gymnasium, pettingzoo,
+    uxsim, torch."""
+    final_pure_prices: dict[str, list[float]] | None = None
+    """Each agent's pure (noise-free) action at the last checkpoint (None: no checkpoint
+    was taken, as when the budget is below one iteration)."""
+    critic_nash_conv: float | None = None
+    """The critics' NashConv at the last checkpoint, relative to the critics' total value
+    (None: no checkpoint)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as plain JSON-ready values, the checkpoint's entries only if taken.
+
+        These are the keys, values and order of the dict ``train()`` returned before 0.3.0,
+        and of ``summary.json`` before the caller's additions.
+        """
+        out = asdict(self)
+        for key in ("final_pure_prices", "critic_nash_conv"):
+            if out[key] is None:
+                del out[key]
+        return out
+
+
 class GameTrainer:
     """Train ``algorithm`` on ``vec_env``; see the module docstring.
 
@@ -96,8 +149,8 @@ class GameTrainer:
         >>> venv = SerialVecEnv([make, make])
         >>> algo = MADDPG.from_env(make(), MADDPGConfig(learning_starts=8, batch_size=8))
         >>> trainer = GameTrainer(venv, algo, TrainerConfig(budget=40, progress=False))
-        >>> summary = trainer.train()
-        >>> summary["evaluations"]
+        >>> result = trainer.train()
+        >>> result.evaluations
         40
     """
 
@@ -251,8 +304,12 @@ class GameTrainer:
         return self._stable >= cfg.stable_checks
 
     # ------------------------------------------------------------------ main loop
-    def train(self) -> dict[str, Any]:
-        """Train until the budget is spent or the pure strategy converged."""
+    def train(self) -> TrainResult:
+        """Train until the budget is spent or the pure strategy converged.
+
+        Returns:
+            The run's :class:`TrainResult` (its ``to_dict()`` is the run's summary).
+        """
         cfg = self.config
         previous_threads = torch.get_num_threads()
         torch.set_num_threads(cfg.torch_threads)
@@ -279,21 +336,21 @@ class GameTrainer:
             torch.set_num_threads(previous_threads)
         if last is None or last.evaluations != self.evaluations:
             last = self.checkpoint() if self._obs is not None else last
-        summary: dict[str, Any] = {
-            "algorithm": getattr(self.algo, "name", type(self.algo).__name__),
-            "config": asdict(cfg),
-            "seed": cfg.seed,
-            "evaluations": self.evaluations,
-            "iterations": self.iterations,
-            "converged": converged,
-            "noise_resets": self.noise_resets,
-            "train_seconds": time.perf_counter() - t0,
-            "versions": versions(),
-        }
-        if last is not None:
-            summary["final_pure_prices"] = {a: v.tolist() for a, v in last.pure_prices.items()}
-            summary["critic_nash_conv"] = last.critic_nash_conv
-        return summary
+        return TrainResult(
+            algorithm=getattr(self.algo, "name", type(self.algo).__name__),
+            config=replace(cfg),
+            seed=cfg.seed,
+            evaluations=self.evaluations,
+            iterations=self.iterations,
+            converged=converged,
+            noise_resets=self.noise_resets,
+            train_seconds=time.perf_counter() - t0,
+            versions=versions(),
+            final_pure_prices=(
+                None if last is None else {a: v.tolist() for a, v in last.pure_prices.items()}
+            ),
+            critic_nash_conv=None if last is None else last.critic_nash_conv,
+        )
 
     def evaluate_pure(self, n_steps: int = 1) -> RolloutStats:
         """An evaluation rollout: pure actions, no learning (recorded as ``"eval"``)."""
@@ -308,10 +365,25 @@ class GameTrainer:
             self.history.checkpoints[-1].verified_nash_conv = float(out["relative_nash_conv"])
         return out
 
-    def save_outputs(self, folder: str | Path, summary: dict[str, Any]) -> dict[str, Path]:
-        """Write evaluations.csv, checkpoints.csv, summary.json, weights and plots."""
+    def save_outputs(
+        self, folder: str | Path, summary: TrainResult | Mapping[str, Any]
+    ) -> dict[str, Path]:
+        """Write evaluations.csv, checkpoints.csv, summary.json, weights and plots.
+
+        Args:
+            folder: the run folder (created if missing).
+            summary: what summary.json holds, before the list of files written: a
+                :class:`TrainResult` (its :meth:`~TrainResult.to_dict`) or a mapping, e.g.
+                that dict with the caller's additions.
+
+        Returns:
+            The files written, by role (``summary``, ``evaluations``, ``weights``) and by
+            plot name.
+        """
         from evcs_gym.baselines.plots import plot_run
 
+        if isinstance(summary, TrainResult):
+            summary = summary.to_dict()
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         ev_csv, ck_csv = self.history.write_csv(folder)

@@ -22,7 +22,7 @@ import torch
 
 import evcs_gym
 from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
-from evcs_gym.cli import parse_settings
+from evcs_gym.cli.common import parse_settings
 from evcs_gym.equilibrium import BestResponseDynamics, exploitability
 from evcs_gym.parallel.pool import ParallelEvaluatorPool
 from evcs_gym.wrappers import make_vector_env

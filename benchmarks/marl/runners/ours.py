@@ -81,7 +81,7 @@ def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
             # no mid-run checkpoints: the critic NashConv is for stage games
             TrainerConfig(budget=budget, check_every=10**9, seed=seed, progress=False),
         )
-        summary = trainer.train()
+        result = trainer.train()
     finally:
         venv.close()
 
@@ -91,7 +91,7 @@ def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
 
     returns = evaluate_returns(lambda: make_env(task), act)
     return Trained(
-        env_steps=summary["evaluations"],
+        env_steps=result.evaluations,
         score={"return": returns},
         settings={"num_envs": NUM_ENVS, **EPISODIC},
     )

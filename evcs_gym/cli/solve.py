@@ -1,0 +1,110 @@
+"""``evcs-gym solve``: a reference equilibrium by best-response dynamics.
+
+Runs :class:`~evcs_gym.equilibrium.best_response.BestResponseDynamics` from mid-bound
+prices or a ``--start`` file, each round certified by the simulator, until the relative
+NashConv reaches ``--target`` or ``--rounds`` / ``--budget`` run out. It prints the
+solver's summary, or with ``--json`` the prices, certificate and history, which
+``--out`` also writes (the file ``exploit --prices`` and ``convergence --prices`` read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from evcs_gym.cli.common import (
+    add_command,
+    add_scenario_argument,
+    add_seed_arguments,
+    add_settings_argument,
+    evaluation_backend,
+    game_info,
+    load_scenario,
+    read_price_file,
+)
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """Add the ``solve`` command and its options to ``subparsers``."""
+    p = add_command(
+        subparsers, "solve", "reference equilibrium by best-response dynamics, each round verified"
+    )
+    add_scenario_argument(p)
+    p.add_argument("--target", type=float, default=0.02, help="relative NashConv to reach")
+    p.add_argument("--damping", type=float, default=1.0, help="step towards the best responses")
+    p.add_argument(
+        "--min-damping",
+        type=float,
+        default=None,
+        help="halve a station's step on reversals, down to this (None: never halve)",
+    )
+    p.add_argument(
+        "--budget-per-station",
+        type=int,
+        default=48,
+        help="evaluations of each station's best-response search per round",
+    )
+    p.add_argument("--rounds", type=int, default=20, help="rounds at most")
+    p.add_argument(
+        "--budget", type=int, default=None, help="total evaluations at most (None: no limit)"
+    )
+    p.add_argument(
+        "--start",
+        help="JSON file {station: [prices per period]} to start from (None: mid-bound prices)",
+    )
+    p.add_argument("--workers", type=int, default=1, help="evaluator processes")
+    add_seed_arguments(p)
+    p.add_argument("--out", help="write prices and certificate to this JSON file")
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    add_settings_argument(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Solve, print and (``--out``) write the answer; 0."""
+    from evcs_gym.equilibrium.best_response import BestResponseDynamics
+
+    nd = load_scenario(args)
+    with evaluation_backend(nd, args.workers) as backend:
+        solver = BestResponseDynamics(
+            backend,
+            target=args.target,
+            damping=args.damping,
+            min_damping=args.min_damping,
+            budget_per_station=args.budget_per_station,
+            max_rounds=args.rounds,
+            budget=args.budget,
+            seed=args.seed,
+            seeds=args.seeds,
+            search_seeds=args.search_seeds,
+            verbose=not args.json,
+        )
+        res = solver.solve(read_price_file(args.start, "--start") if args.start else None)
+    out = {
+        "scenario": nd.name,
+        "game": game_info(nd),
+        "prices": {a: v.tolist() for a, v in res.prices.items()},
+        "converged": res.converged,
+        "rounds": res.rounds,
+        "evaluations": res.evaluations,
+        "seconds": res.seconds,
+        "certificate": res.certificate.to_dict(),
+        "history": res.history,
+    }
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(out, indent=2))
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(res.summary())
+        if args.out:
+            print(f"written to {args.out}")
+    return 0

@@ -1,0 +1,227 @@
+"""``evcs-gym train``: train a baseline through the vector env, verify it, write a run folder.
+
+The learner (``--algo``, one of :data:`evcs_gym.baselines.registry.ALGORITHM_NAMES`)
+trains through :func:`~evcs_gym.wrappers.make_vector_env` copies of the game with the
+settings :mod:`evcs_gym.baselines.recipe` derives from ``--budget``
+(:func:`~evcs_gym.baselines.recipe.learner_config`). Its final pure prices are then
+verified in the simulator with the recipe's
+:func:`~evcs_gym.baselines.recipe.verification_plan` (``--verify-*``), by
+:func:`~evcs_gym.equilibrium.exploitability.exploitability` on the scenario's own
+payoffs, even when ``--train-payoffs fast`` trained on others. The run folder holds
+``summary.json`` (the trainer's :class:`~evcs_gym.baselines.TrainResult` with the final
+prices, revenues, game and certificate), the evaluations, the weights and the plots.
+
+Only the ``--algo`` names are read when the parser is built: PyTorch and the learners are
+imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evcs_gym.cli.common import (
+    add_command,
+    add_scenario_argument,
+    add_settings_argument,
+    evaluation_backend,
+    game_info,
+    load_scenario,
+)
+
+__all__ = ["add_parser", "run"]
+
+
+def add_parser(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> argparse.ArgumentParser:
+    """Add the ``train`` command and its options to ``subparsers``."""
+    from evcs_gym.baselines.registry import ALGORITHM_NAMES  # the names alone: no torch
+
+    p = add_command(
+        subparsers,
+        "train",
+        "train a baseline through the vector env, verify it, write a run folder",
+    )
+    add_scenario_argument(p)
+    p.add_argument("--algo", choices=list(ALGORITHM_NAMES), default="maddpg", help="learner")
+    p.add_argument("--budget", type=int, default=400, help="total training evaluations")
+    p.add_argument("--workers", type=int, default=2, help="evaluator processes")
+    p.add_argument("--num-envs", type=int, default=2, help="game copies stepped per iteration")
+    p.add_argument(
+        "--rounds",
+        type=int,
+        default=10,
+        help="rounds per repeated-game episode (0: the one-step stage game)",
+    )
+    p.add_argument(
+        "--check-every",
+        type=int,
+        default=10,
+        help="training iterations between checkpoints of the pure strategy (critic NashConv)",
+    )
+    p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
+    p.add_argument(
+        "--noise-decay", type=float, default=0.999, help="exploration decay per learning step"
+    )
+    p.add_argument(
+        "--verify-budget",
+        type=int,
+        default=None,
+        help="price vectors tried per station by the final verification (0: skip; None: "
+        "the current prices, every period alone at each bound, the uniform levels and "
+        "the combined move, 2 + 2 x periods + --verify-grid)",
+    )
+    p.add_argument(
+        "--verify-grid", type=int, default=7, help="uniform price levels the verification tries"
+    )
+    p.add_argument(
+        "--verify-seeds",
+        type=int,
+        default=4,
+        help="seeds the verified gains are averaged over (standard errors)",
+    )
+    p.add_argument(
+        "--verify-search-seeds",
+        type=int,
+        default=2,
+        help="seeds each candidate of the verification's search is evaluated on (the "
+        "search maximises their mean revenue; at most --verify-seeds)",
+    )
+    p.add_argument(
+        "--train-payoffs",
+        choices=["scenario", "fast"],
+        default="scenario",
+        help="the training evaluations' payoff: the scenario's own, or fast "
+        "(FAST_STOP_SETTINGS: the same UE loops cut after 10 iterations once the "
+        "revenues are known to 5 %%; about half the iterations on Sioux Falls; the "
+        "verification's search is then scored on them too). The verified gains are "
+        "always the scenario's payoffs",
+    )
+    p.add_argument("--seed", type=int, default=0, help="training and verification seed")
+    p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_settings_argument(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, print the final prices and the verification, write the run folder; 0."""
+    from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
+    from evcs_gym.baselines.recipe import learner_config, verification_plan
+    from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
+    from evcs_gym.network.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
+    from evcs_gym.wrappers import make_vector_env
+
+    nd = load_scenario(args)
+    out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
+    print(f"loaded {nd.summary()}")
+    train_nd = nd
+    if args.train_payoffs == "fast":
+        train_nd = nd.with_stop_settings(**FAST_STOP_SETTINGS)
+        fast = ", ".join(f"{k}={v}" for k, v in FAST_STOP_SETTINGS.items())
+        print(
+            f"training payoffs: fast ({fast}; settings {train_nd.settings_hash}); "
+            "the verification measures the gains on the scenario's own"
+        )
+    rounds = args.rounds or None  # 0: the one-step stage game
+    venv = make_vector_env(args.num_envs, scenario=train_nd, rounds=rounds, n_workers=args.workers)
+    game = None  # the scenario's own payoffs, opened to verify when training is on others
+    with contextlib.ExitStack() as stack:
+        stack.callback(venv.close)
+        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
+        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
+        algo_cls = ALGORITHMS[args.algo]
+        config = learner_config(
+            algo_cls.config_cls,
+            args.budget,
+            seed=args.seed,
+            noise_std=args.noise,
+            noise_decay=args.noise_decay,
+        )
+        algo = algo_cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
+
+        certificates: list[ExploitabilityResult] = []  # the verifier's, for their summary
+        plan = verification_plan(
+            nd.n_periods,  # a station's action: its price in every period
+            budget=args.verify_budget,
+            grid=args.verify_grid,
+            seeds=args.verify_seeds,
+            search_seeds=args.verify_search_seeds,
+        )
+
+        def verifier(prices: dict[str, np.ndarray]) -> dict[str, Any]:
+            nonlocal game
+            if train_nd is not nd and game is None:
+                game = stack.enter_context(evaluation_backend(nd, args.workers))
+            certificates.append(
+                exploitability(
+                    venv.pool if game is None else game,
+                    prices,
+                    search_pool=None if game is None else venv.pool,
+                    seed=args.seed,
+                    seeds=plan.seeds,
+                    search_seeds=plan.search_seeds,
+                    budget=plan.budget,
+                    grid=plan.grid,
+                    period_moves=0,
+                )
+            )
+            return certificates[-1].to_dict()
+
+        trainer = GameTrainer(
+            venv,
+            algo,
+            TrainerConfig(
+                budget=args.budget,
+                check_every=args.check_every,
+                seed=args.seed,
+                progress=not args.quiet,
+            ),
+            verifier=verifier if plan.enabled else None,
+        )
+        summary = trainer.train().to_dict()
+        final = trainer.evaluate_pure(1)
+        pure = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
+        summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
+        summary["final_revenue"] = final.mean_reward
+        summary["scenario"] = nd.name
+        summary["game"] = game_info(nd)
+        summary["training_payoffs"] = {
+            "kind": args.train_payoffs,
+            "stop_settings": {k: getattr(train_nd.settings, k) for k in STOP_SETTINGS},
+            "settings_hash": train_nd.settings_hash,
+        }
+        rollout = "evaluation rollout" + (", training payoffs" if train_nd is not nd else "")
+        print(f"\nfinal pure prices and revenue ({rollout}):")
+        for a in nd.agent_names:
+            print(
+                f"  {a:>6}: "
+                + " ".join(f"{v:.3f}" for v in pure[a])
+                + f"   revenue {final.mean_reward[a]:.1f}"
+            )
+        if plan.enabled:
+            print(
+                f"verifying in the simulator (<= {plan.budget} price vectors per station, "
+                f"in this order while they last: the current prices, each period alone at "
+                f"each bound, {plan.grid} uniform levels, the combined move; each "
+                f"scored on the mean of {plan.search_seeds} "
+                "seeds; what was reached is printed below)..."
+            )
+            cert = trainer.verify(pure)
+            assert cert is not None  # the trainer has the verifier
+            summary["verified_exploitability"] = cert
+            print(certificates[-1].summary())
+            print(
+                f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
+                f"max relative gain {cert['max_relative_gain']:.2%}"
+            )
+        paths = trainer.save_outputs(out, summary)
+        plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
+        print(f"run folder: {out} (plots: {plots})")
+    return 0

@@ -1,0 +1,37 @@
+"""What the commands share (``evcs_gym.cli.common``): ``--set`` pairs and price files."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from evcs_gym.cli.common import parse_settings, read_price_file
+
+
+def test_parse_settings_reads_json_else_a_string_and_rejects_a_pair_without_equals():
+    assert parse_settings(None) == {}
+    assert parse_settings([" deltan =5", "network_name=a=b"]) == {
+        "deltan": 5,
+        "network_name": "a=b",
+    }
+    for bad in ("noequals", "=1"):
+        with pytest.raises(SystemExit, match="KEY=VALUE"):
+            parse_settings([bad])
+
+
+def test_read_price_file_takes_a_profile_or_the_prices_entry_of_an_output(tmp_path):
+    path = tmp_path / "prices.json"
+    path.write_text(json.dumps({"A": [1, 2], "B": [0.5, 1.5]}))
+    prices = read_price_file(str(path), "--prices")
+    assert set(prices) == {"A", "B"} and prices["A"].dtype == float
+    np.testing.assert_array_equal(prices["B"], [0.5, 1.5])
+    path.write_text(json.dumps({"scenario": "tiny", "prices": {"A": [1.0], "B": [2.0]}}))
+    assert {a: v.tolist() for a, v in read_price_file(str(path), "--start").items()} == {
+        "A": [1.0],
+        "B": [2.0],
+    }
+    path.write_text("[1, 2]")
+    with pytest.raises(SystemExit, match=r"--start .*prices\.json.* must hold"):
+        read_price_file(str(path), "--start")

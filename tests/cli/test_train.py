@@ -1,0 +1,135 @@
+"""``evcs-gym train`` on tiny: its printout, run folder, default verification and fast
+payoffs; its ``--algo`` choices (the learners' registry) and its recipe
+(``evcs_gym.baselines.recipe``: the settings it derives from the budget)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import evcs_gym
+from evcs_gym.baselines.recipe import (
+    verification_plan,
+)
+from evcs_gym.baselines.registry import ALGORITHM_NAMES
+from evcs_gym.cli import main
+from evcs_gym.network.settings import FAST_STOP_SETTINGS
+from tests.cli.helpers import commands, options
+
+SUMMARY_KEYS = [
+    "algorithm", "config", "seed", "evaluations", "iterations", "converged", "noise_resets",
+    "train_seconds", "versions", "final_pure_prices", "critic_nash_conv", "final_revenue",
+    "scenario", "game", "training_payoffs", "verified_exploitability", "files",
+]  # fmt: skip
+"""summary.json's keys, in order: the trainer's ``TrainResult``, then the command's."""
+
+
+# ------------------------------------------------------------------ the command
+@pytest.mark.timeout(300)
+def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--algo", "maddpg", "--budget", "16"]
+    argv += ["--workers", "1", "--verify-budget", "4", "--check-every", "2"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "final pure prices and revenue" in text
+    assert "verified NashConv" in text and "best deviation" in text
+    assert f"run folder: {out}" in text and "prices.png" in text
+    for name in ("evaluations.csv", "summary.json", "weights.pt", "prices.png"):
+        assert (out / name).is_file(), name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["evaluations"] == 16
+    assert summary["training_payoffs"]["kind"] == "scenario"  # the default
+    assert "training payoffs" not in text
+    assert 0 <= summary["verified_exploitability"]["relative_nash_conv"]
+    tiny = evcs_gym.load_scenario("tiny", warm_start=False)
+    assert summary["game"] == {"version": evcs_gym.__version__, "settings_hash": tiny.settings_hash}
+    assert list(summary) == SUMMARY_KEYS
+    assert summary["config"]["budget"] == 16 and summary["algorithm"] == "maddpg"
+    assert "verifying in the simulator (<= 4 price vectors per station" in text
+
+
+@pytest.mark.timeout(300)
+def test_train_verifies_every_period_at_each_bound_and_the_levels_by_default(tmp_path, capsys):
+    """Without ``--verify-budget`` the verification's search reaches, for every station,
+    each period alone at each bound and the uniform levels, on the mean of two seeds."""
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--budget", "8", "--workers", "1", "--rounds", "0"]
+    argv += ["--verify-grid", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    cert = json.loads((out / "summary.json").read_text())["verified_exploitability"]
+    assert cert["budget_per_station"] == 2 + 2 * 4 + 3 and cert["search_seeds"] == [0, 1]
+    assert cert["budget_per_station"] == verification_plan(4, grid=3, seeds=2).budget
+    assert cert["grid"] == 3 and cert["period_moves"] == 0
+    for dev in cert["deviations"].values():
+        search = dev["search"]
+        assert search["grid"] == 3  # every uniform level
+        # every period at each bound, but for the moves that are the current prices
+        assert search["period_moves"] >= 4
+    assert "search on the mean of seeds [0, 1]" in text
+
+
+@pytest.mark.timeout(300)
+def test_train_skips_the_verification_on_a_zero_budget(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--budget", "4", "--workers", "1", "--rounds", "0"]
+    assert main([*argv, "--verify-budget", "0", "--quiet", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "final pure prices and revenue" in text
+    assert "verifying" not in text and "verified NashConv" not in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == [k for k in SUMMARY_KEYS if k != "verified_exploitability"]
+
+
+@pytest.mark.timeout(300)
+def test_train_learns_on_fast_payoffs_and_verifies_on_the_scenarios_own(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--budget", "8", "--workers", "1", "--rounds", "0"]
+    argv += ["--verify-budget", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
+    assert main([*argv, "--train-payoffs", "fast"]) == 0
+    text = capsys.readouterr().out
+    assert "training payoffs: fast (ue_payoff_min_iterations=10" in text
+    summary = json.loads((out / "summary.json").read_text())
+    tiny = evcs_gym.load_scenario("tiny")
+    fast = tiny.with_stop_settings(**FAST_STOP_SETTINGS)
+    assert summary["training_payoffs"]["kind"] == "fast"
+    assert summary["training_payoffs"]["settings_hash"] == fast.settings_hash
+    assert summary["game"]["settings_hash"] == tiny.settings_hash
+    # the certificate's rewards are the scenario's payoffs, not the training ones
+    cert = summary["verified_exploitability"]
+    prices = {a: np.asarray(v) for a, v in cert["prices"].items()}
+    game = evcs_gym.EVCSRewardEvaluator(tiny)
+    for seed_index, seed in enumerate(cert["seeds"]):
+        rewards = game.evaluate(prices, seed=seed).rewards
+        for a in prices:
+            assert cert["rewards_per_seed"][a][seed_index] == rewards[a]
+    # and the search was scored on the training payoffs
+    assert cert["search_settings_hash"] == fast.settings_hash
+    assert f"scored on the payoffs of settings {fast.settings_hash}" in text
+
+
+# ------------------------------------------------------------------ --algo: the registry
+def test_algo_choices_are_the_registrys_names():
+    from evcs_gym.baselines import ALGORITHMS
+
+    (algo,) = (a for a in options(commands()["train"]) if "--algo" in a.option_strings)
+    assert list(algo.choices) == list(ALGORITHM_NAMES) == list(ALGORITHMS)
+    assert algo.default in ALGORITHMS
+    for name, cls in ALGORITHMS.items():
+        assert cls.name == name
+
+
+def test_the_train_commands_defaults_are_the_recipes():
+    """``--verify-*`` defaults of the command and of :func:`verification_plan` agree."""
+    args = commands()["evcs-gym"].parse_args(["train"])
+    plan = verification_plan(
+        4,
+        budget=args.verify_budget,
+        grid=args.verify_grid,
+        seeds=args.verify_seeds,
+        search_seeds=args.verify_search_seeds,
+    )
+    assert plan == verification_plan(4)
