@@ -234,11 +234,11 @@ class ReplayBuffer:
         given = {"obs": obs, "actions": actions, "next_obs": next_obs}
         checked: dict[str, dict[str, np.ndarray]] = {}
         for field, value in given.items():
-            shapes = {a: (d,) for a, d in self._vec[field].items()}
+            shapes: dict[str, tuple[int, ...]] = {a: (d,) for a, d in self._vec[field].items()}
             checked[field], _ = validate_agent_arrays(field, value, shapes, require_all=True)
-        for field, value in (("rewards", rewards), ("dones", dones)):
+        for field, scalars in (("rewards", rewards), ("dones", dones)):
             shapes = {a: () for a in self.agents}
-            checked[field], _ = validate_agent_arrays(field, value, shapes, require_all=True)
+            checked[field], _ = validate_agent_arrays(field, scalars, shapes, require_all=True)
         n = common_batch_size(checked)
         for agent, (low, high) in self._bounds.items():
             act = checked["actions"][agent]
@@ -335,8 +335,8 @@ def polyak_update(target: nn.Module, source: nn.Module, tau: float) -> None:
     with torch.no_grad():
         for t, s in zip(target.parameters(), source.parameters(), strict=True):
             t.lerp_(s, tau)
-        for t, s in zip(target.buffers(), source.buffers(), strict=True):
-            t.copy_(s)
+        for buf, src in zip(target.buffers(), source.buffers(), strict=True):
+            buf.copy_(src)
 
 
 def mlp(
@@ -375,6 +375,15 @@ class Actor(nn.Module):
     >>> bool(((a >= 0) & (a <= torch.tensor([1.0, 10.0]))).all())
     True
     """
+
+    # buffers (register_buffer), declared for the type checker
+    obs_offset: torch.Tensor
+    obs_scale: torch.Tensor
+    act_mid: torch.Tensor
+    act_half: torch.Tensor
+    act_low: torch.Tensor
+    act_high: torch.Tensor
+    act_scale: torch.Tensor
 
     def __init__(
         self,

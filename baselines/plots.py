@@ -9,6 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
 
 from evcs_gym.baselines.history import GameHistory  # noqa: E402
 
@@ -87,7 +88,7 @@ def plot_run(history: GameHistory, folder: str | Path, title: str = "") -> list[
     return paths
 
 
-def _save(fig, path: Path) -> Path:
+def _save(fig: Figure, path: Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -47,7 +47,9 @@ class SerialVecEnv:
     def action_space(self, agent: str) -> spaces.Space:
         return self.envs[0].action_space(agent)
 
-    def reset(self, seed: int | None = None, options: dict | None = None):
+    def reset(
+        self, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, np.ndarray], list[dict[str, Any]]]:
         obs, infos = [], []
         for i, env in enumerate(self.envs):
             o, info = env.reset(seed=None if seed is None else seed + i, options=options)
@@ -55,7 +57,15 @@ class SerialVecEnv:
             infos.append(info)
         return self._stack(obs), infos
 
-    def step(self, actions: Mapping[str, Any]):
+    def step(
+        self, actions: Mapping[str, Any]
+    ) -> tuple[
+        dict[str, np.ndarray],
+        dict[str, np.ndarray],
+        dict[str, np.ndarray],
+        dict[str, np.ndarray],
+        list[dict[str, dict[str, Any]]],
+    ]:
         out_obs, infos = [], []
         rewards = {a: np.zeros(self.num_envs) for a in self.possible_agents}
         terms = {a: np.zeros(self.num_envs, bool) for a in self.possible_agents}

@@ -1,14 +1,19 @@
 """evcs-gym: electric-vehicle charging-station pricing games on a simulated road network.
 
-The layers, each usable alone::
+The layers, each usable alone, and the room (sub-package) that holds each::
 
-    load_scenario()            -> NetworkData          (plain data, route sets precomputed)
-    EVCSRewardEvaluator        prices + seed -> EvalResult  (UE-DTA on UXsim's C++ engine)
-    ParallelEvaluatorPool      the same, on worker processes or Ray actors
-    parallel_env() / env()     the one-step game (PettingZoo parallel / AEC)
-    gym.make("EVCSPricing-v0") single-agent views (joint pricing, one station's best response)
+    load_scenario()            -> NetworkData          scenarios/, network/
+    EVCSRewardEvaluator        prices + seed -> EvalResult  (UE-DTA on UXsim)   ue/
+    ParallelEvaluatorPool      the same, on worker processes or Ray actors      parallel/
+    parallel_env() / env()     the one-step game (PettingZoo parallel / AEC)    envs/
+    gym.make("EVCSPricing-v0") single-agent views (joint pricing, best response) envs/
     evcs_gym.wrappers          HistoryWrapper (repeated game), RescaleActions, vector env
-    evcs_gym.baselines         MADDPG / IDDPG / MFDDPG, GameTrainer, exploitability, solver
+    evcs_gym.equilibrium       verified exploitability, the reference solver
+    evcs_gym.baselines         MADDPG / IDDPG / MFDDPG, GameTrainer, recipes
+    evcs_gym.cli               ``evcs-gym <command>``, one module per command
+
+A module imports only from the layers below its own (pyproject's ``[tool.importlinter]``,
+checked in CI).
 
 Example:
     >>> import evcs_gym

@@ -7,6 +7,8 @@ generic callers can catch them the usual way.
 
 from __future__ import annotations
 
+from typing import Any
+
 from gymnasium.error import DependencyNotInstalled
 
 __all__ = [
@@ -50,10 +52,13 @@ class BatchEvaluationError(EVCSGymError):
             ``PriceError``, ``WorkerCrashedError``, ...).
     """
 
-    def __init__(self, message: str, results: list, failures: dict[int, BaseException]) -> None:
+    def __init__(
+        self, message: str, results: list[Any], failures: dict[int, BaseException]
+    ) -> None:
         super().__init__(message)
         self.results = results
         self.failures = failures
 
-    def __reduce__(self):  # keep the attributes when pickled (e.g. across processes)
+    def __reduce__(self) -> tuple[Any, ...]:
+        # keep the attributes when pickled (e.g. across processes)
         return (type(self), (self.args[0], self.results, self.failures))

@@ -61,6 +61,7 @@ from typing import Any, Literal
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
+from numpy.typing import ArrayLike
 from pettingzoo import ParallelEnv
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
@@ -179,7 +180,7 @@ class HistoryCore:
 
     # ------------------------------------------------------------------ views
     def observation(self, i: int) -> np.ndarray:
-        parts = [self.prices.ravel()]
+        parts: list[ArrayLike] = [self.prices.ravel()]
         if self.include_flows:
             parts.append(self.flows[:, i, :].ravel())
         if self.ema is not None:
@@ -191,7 +192,7 @@ class HistoryCore:
         return np.concatenate(parts).astype(np.float32)
 
     def state(self) -> np.ndarray:
-        parts = [self.prices.ravel(), self.flows.ravel()]
+        parts: list[ArrayLike] = [self.prices.ravel(), self.flows.ravel()]
         if self.include_round:
             parts.append([self.round / self.rounds])
         return np.concatenate(parts).astype(np.float32)

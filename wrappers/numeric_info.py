@@ -18,15 +18,16 @@ a fixed-shape float array. :class:`NumericInfo` gives them exactly that:
 | `revenue_se`          | ()    | standard error of the revenue (``ue_stats["revenue_se"]``)|
 | `stationary_mean`     | ()    | 1.0 if the payoff is the UE's stationary mean (no rule)   |
 | `ue_iterations`       | ()    | UE iterations of the evaluation                           |
-| `relative_gap`        | ()    | final mean relative gap of all completed platoons         |
-| `charging_gap`        | ()    | final mean relative gap of the charging platoons          |
-| `charging_tail_share` | ()    | share of charging platoons above the tail gap             |
-| `completed_ratio`     | ()    | share of platoons that completed their trip               |
+| every number of       | ()    | each ``int`` or ``float`` key of                          |
+| ``ue_stats``          |       | :class:`~evcs_gym.ue.result.UEStats`, under its own name  |
+|                       |       | (:data:`UE_STATS_KEYS`: ``relative_gap``,                 |
+|                       |       | ``completed_ratio``, ``charging_relative_gap``, ...)      |
 | `round`               | ()    | rounds played in the episode (0 at reset)                 |
 
-Scalars are Python floats, per-period entries ``float64`` arrays; a UE statistic that an
-evaluator does not report is ``nan``. The observations, rewards and spaces are those of
-the wrapped env. For the full infos use the env without this wrapper.
+The ``ue_stats`` keys are taken from the :class:`~evcs_gym.ue.result.UEStats` type, so a
+number added there is reported here too. Scalars are Python floats, per-period entries
+``float64`` arrays. The observations, rewards and spaces are those of the wrapped env.
+For the full infos use the env without this wrapper.
 
 Example:
     >>> import evcs_gym
@@ -42,7 +43,7 @@ Example:
 
 from __future__ import annotations
 
-import math
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -51,18 +52,16 @@ from pettingzoo import ParallelEnv
 from pettingzoo.utils.wrappers import BaseParallelWrapper
 
 from evcs_gym.envs.parallel_env import EVCSPricingParallelEnv, PendingStep
-from evcs_gym.ue.evaluator import EvalResult
+from evcs_gym.ue.result import EvalResult, UEStats
 
-__all__ = ["NUMERIC_INFO_KEYS", "NumericInfo"]
+__all__ = ["NUMERIC_INFO_KEYS", "UE_STATS_KEYS", "NumericInfo"]
 
 PER_PERIOD_KEYS = ("prices", "flows")
 _TOP_LEVEL = ("revenue", "reward_raw", "action_clipped", "converged", "ue_iterations")
-_UE_STATS = {  # info key -> EvalResult.ue_stats key
-    "relative_gap": "relative_gap",
-    "charging_gap": "charging_relative_gap",
-    "charging_tail_share": "charging_tail_share",
-    "completed_ratio": "completed_ratio",
-}
+UE_STATS_KEYS: tuple[str, ...] = tuple(
+    key for key, kind in typing.get_type_hints(UEStats).items() if kind in (int, float)
+)
+"""The numeric keys of :class:`~evcs_gym.ue.result.UEStats`, reported as they are."""
 NUMERIC_INFO_KEYS: tuple[str, ...] = (
     "revenue",
     "reward_raw",
@@ -73,7 +72,7 @@ NUMERIC_INFO_KEYS: tuple[str, ...] = (
     "stationary_mean",
     "revenue_se",
     "ue_iterations",
-    *_UE_STATS,
+    *UE_STATS_KEYS,
     "round",
 )
 """Every key :class:`NumericInfo` can report, in the order it reports them."""
@@ -166,20 +165,18 @@ class NumericInfo(BaseParallelWrapper):
         )
 
     def _agent_info(self, agent: str, info: Mapping[str, Any]) -> dict[str, Any]:
-        missing = [k for k in ("prices", "flows", *_TOP_LEVEL) if k not in info]
+        missing = [k for k in ("prices", "flows", "ue_stats", *_TOP_LEVEL) if k not in info]
         if missing:
             raise ValueError(
                 f"infos of agent {agent!r} lack {missing}: NumericInfo needs the pricing "
                 f"game's step infos, got keys {sorted(info)}"
             )
-        stats = info.get("ue_stats", {})
+        stats: UEStats = info["ue_stats"]
+        numbers: Mapping[str, object] = stats
         values: dict[str, Any] = {k: info[k] for k in ("prices", "flows", *_TOP_LEVEL)}
-        for key, stat in _UE_STATS.items():
-            values[key] = stats.get(stat, math.nan)
-        payoff = stats.get("payoff")
-        stationary = math.nan if payoff is None else float(payoff != "final_iteration")
-        values["stationary_mean"] = stationary
-        values["revenue_se"] = info.get("revenue_se", math.nan)
+        values.update({key: numbers[key] for key in UE_STATS_KEYS})
+        values["stationary_mean"] = float(stats["payoff"] != "final_iteration")
+        values["revenue_se"] = info["revenue_se"]
         values["round"] = info.get("round", self._round)
         out: dict[str, Any] = {}
         for k in self.info_keys:

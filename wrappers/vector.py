@@ -46,7 +46,7 @@ from __future__ import annotations
 import concurrent.futures
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 from gymnasium import spaces
@@ -222,9 +222,9 @@ class EVCSVectorEnv:
                         later.cancel()
         if error is not None:
             self._needs_reset = True
-            i, exc = error
-            _add_note(exc, f"raised while evaluating copy {i} of EVCSVectorEnv; call reset()")
-            raise exc
+            i, failure = error
+            _add_note(failure, f"raised while evaluating copy {i} of EVCSVectorEnv; call reset()")
+            raise failure
         observations, rewards, terms, truncs, infos = [], [], [], [], []
         for i, (env, (p, _), result) in enumerate(zip(self.envs, pending, results)):
             obs, rew, term, trunc, info = env.end_step(p, result)
@@ -329,7 +329,9 @@ class EVCSVectorEnv:
             )
         batch: list[dict[str, np.ndarray]] = [{} for _ in self.envs]
         for a in self.possible_agents:
-            shape = (self.num_envs, *self.action_space(a).shape)
+            # the copies' action spaces are Boxes: their shape is never None
+            act_shape = cast(tuple[int, ...], self.action_space(a).shape)
+            shape = (self.num_envs, *act_shape)
             try:
                 arr = np.asarray(actions[a], dtype=np.float64)
             except (TypeError, ValueError):

@@ -45,6 +45,7 @@ from pettingzoo import ParallelEnv
 from evcs_gym._version import __version__
 from evcs_gym.network import NetworkData
 from evcs_gym.scenarios.loader import load_scenario
+from evcs_gym.seeds import check_seed
 from evcs_gym.ue.evaluator import EvalResult, EVCSRewardEvaluator
 from evcs_gym.utils import RuntimeEzPickle
 
@@ -219,7 +220,7 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
       ``revenue_se`` in the infos (see the changelog).
     """
 
-    metadata = {
+    metadata: dict[str, Any] = {
         "name": "evcs_pricing_v0",
         "is_parallelizable": True,
         "render_modes": ["human", "rgb_array"],
@@ -266,16 +267,8 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
             raise ValueError(
                 f"`evaluator` is for stations {tuple(names)}, the scenario has {nd.agent_names}"
             )
-        if eval_seed is not None and (
-            isinstance(eval_seed, bool) or not isinstance(eval_seed, (int, np.integer))
-        ):
-            raise ValueError(
-                f"`eval_seed` must be a non-negative integer or None, got {eval_seed!r}"
-            )
-        if eval_seed is not None and eval_seed < 0:
-            raise ValueError(
-                f"`eval_seed` must be a non-negative integer or None, got {eval_seed!r}"
-            )
+        if eval_seed is not None:
+            eval_seed = check_seed(eval_seed, "eval_seed")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
                 f"`render_mode` must be one of {self.metadata['render_modes']} or None, "
@@ -283,7 +276,7 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
             )
         self.reward_scale = resolve_reward_scale(reward_scale, nd)
         self.clip_actions = bool(clip_actions)
-        self.eval_seed = None if eval_seed is None else int(eval_seed)
+        self.eval_seed = eval_seed
         self.render_mode = render_mode
         self.render_path = None if render_path is None else Path(render_path)
         self._evaluator = evaluator
@@ -505,7 +498,7 @@ class EVCSPricingParallelEnv(ParallelEnv, RuntimeEzPickle):
             "prices": pending.prices[agent].copy(),
             "flows": np.asarray(result.flows[agent], dtype=np.float64).copy(),
             "revenue": float(result.revenues[agent]),
-            "revenue_se": float(result.ue_stats.get("revenue_se", {}).get(agent, float("nan"))),
+            "revenue_se": float(result.ue_stats["revenue_se"][agent]),
             "reward_raw": float(result.rewards[agent]),
             "action_clipped": pending.clipped[agent],
             "eval_seed": int(result.seed),

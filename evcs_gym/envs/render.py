@@ -18,14 +18,17 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium
 import numpy as np
 
 from evcs_gym.network import LINK_ROAD, NetworkData
+
+if TYPE_CHECKING:  # matplotlib is imported when a frame is drawn
+    from matplotlib.axes import Axes
 
 __all__ = ["close_figure", "render_frame", "show_frame"]
 
@@ -57,7 +60,13 @@ def render_frame(
     return frame
 
 
-def _draw_network(ax, nd: NetworkData, prices, flows, colors) -> None:
+def _draw_network(
+    ax: Axes,
+    nd: NetworkData,
+    prices: Mapping[str, Any] | None,
+    flows: Mapping[str, Any] | None,
+    colors: Sequence[str],
+) -> None:
     xy = np.asarray(nd.node_xy, dtype=float)
     links = nd.links
     road = np.flatnonzero(np.asarray(links.kind) == LINK_ROAD)
@@ -88,7 +97,14 @@ def _draw_network(ax, nd: NetworkData, prices, flows, colors) -> None:
     ax.set_yticks([])
 
 
-def _draw_series(ax_price, ax_flow, nd: NetworkData, prices, flows, colors) -> None:
+def _draw_series(
+    ax_price: Axes,
+    ax_flow: Axes,
+    nd: NetworkData,
+    prices: Mapping[str, Any] | None,
+    flows: Mapping[str, Any] | None,
+    colors: Sequence[str],
+) -> None:
     periods = np.arange(nd.n_periods)
     width = 0.8 / max(nd.n_agents, 1)
     for i, agent in enumerate(nd.agent_names):
@@ -129,7 +145,8 @@ def _interactive_backend() -> bool:
     except ImportError:  # matplotlib < 3.9
         from matplotlib import rcsetup
 
-        return backend.lower() in {b.lower() for b in rcsetup.interactive_bk}
+        legacy: Any = rcsetup  # `interactive_bk` is gone from the stubs of matplotlib >= 3.9
+        return backend.lower() in {b.lower() for b in legacy.interactive_bk}
 
 
 def show_frame(frame: np.ndarray, fig: Any, path: Path | None, fps: float) -> Any:

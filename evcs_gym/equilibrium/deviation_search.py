@@ -57,7 +57,7 @@ class _Search:
         evaluator: BatchEvaluator,
         profile: np.ndarray,
         agent: int,
-        seed: int,
+        seed: int | Sequence[int],
         bounds: tuple[float, float],
         budget: int,
     ) -> None:

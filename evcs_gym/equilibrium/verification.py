@@ -75,6 +75,7 @@ def verify_prices(
     for line in format_prices(prices):
         out(line)
     out(f"verifying in the simulator ({budget} evaluations per station, {n_seeds} seeds)...")
+    evaluator: contextlib.AbstractContextManager[Any]  # yields the backend
     if workers > 1:
         from evcs_gym.parallel import ParallelEvaluatorPool
 

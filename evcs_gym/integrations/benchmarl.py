@@ -79,7 +79,7 @@ try:
     _MISSING: ImportError | None = None
 except ImportError as e:  # the module still imports (docs, doctests); the task raises on use
     _MISSING = e
-    Task, TaskClass = enum.Enum, object  # type: ignore[assignment,misc]
+    Task, TaskClass = enum.Enum, object
 
 if TYPE_CHECKING:
     from tensordict import TensorDictBase

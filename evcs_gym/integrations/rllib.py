@@ -43,16 +43,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from evcs_gym.errors import DependencyNotInstalled
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    import torch
+    from gymnasium import spaces
     from ray.rllib.algorithms import Algorithm
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.algorithms.sac import SACConfig
+    from ray.rllib.core.rl_module.rl_module import RLModule
     from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 __all__ = [
@@ -404,14 +407,19 @@ def deterministic_action(algo: Algorithm, agent: str, observation: Any, space: A
     from ray.rllib.core.columns import Columns
     from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 
-    module = algo.get_module(algo.config.policy_mapping_fn(agent, None))
+    config = algo.config
+    assert config is not None  # an Algorithm's config is set when it is built
+    # RLlib types it by its old 3-argument default; it is called (agent, episode)
+    policy_mapping_fn: Callable[..., str] = config.policy_mapping_fn
+    # the module the mapping names (RLlib's env runners rely on it existing too)
+    module = cast("RLModule", algo.get_module(policy_mapping_fn(agent, None)))
     obs = torch.as_tensor(np.asarray(observation, dtype=np.float32)[None])
     with torch.no_grad():
         out = module.forward_inference({Columns.OBS: obs})
         dist_cls = module.get_inference_action_dist_cls()
         dist = dist_cls.from_logits(out[Columns.ACTION_DIST_INPUTS]).to_deterministic()
-        action = dist.sample().cpu().numpy()[0]
-    if algo.config.normalize_actions:
+        action = cast("torch.Tensor", dist.sample()).cpu().numpy()[0]  # torch modules
+    if config.normalize_actions:
         return unsquash_action(action, space)
     return clip_action(action, space)
 
@@ -441,6 +449,7 @@ def learned_prices(
     """
     _require_rllib()
     config = algo.config
+    assert config is not None  # an Algorithm's config is set when it is built
     env = rllib_env_creator(config.env_config)
     try:
         if observations is None:
@@ -448,12 +457,15 @@ def learned_prices(
                 raise ValueError(
                     "the repeated game has no constant observation: pass `observations`"
                 )
-            observations, _ = env.reset(seed=0)
+            reset_observations, _ = env.reset(seed=0)
+            observations = cast("dict[str, Any]", reset_observations)  # keyed by station
         prices: dict[str, np.ndarray] = {}
-        for agent in env.possible_agents:
+        # the env's agents are the station names, its action space a Dict keyed by them
+        for agent in cast("list[str]", env.possible_agents):
             if agent not in observations:
                 raise ValueError(f"`observations` has no entry for station {agent!r}")
-            action = deterministic_action(algo, agent, observations[agent], env.action_space[agent])
+            space = cast("spaces.Dict", env.action_space)[agent]
+            action = deterministic_action(algo, agent, observations[agent], space)
             prices[agent] = np.asarray(action, dtype=np.float64)
     finally:
         env.close()

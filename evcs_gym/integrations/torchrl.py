@@ -46,11 +46,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evcs_gym.errors import DependencyNotInstalled
+
+if TYPE_CHECKING:
+    from evcs_gym.wrappers import NumericInfo
 
 __all__ = [
     "GROUP",
@@ -68,7 +71,8 @@ GROUP = "stations"
 _INSTALL = 'pip install "torchrl==0.14.1" "tensordict==0.14.*"'
 
 
-def _torchrl():
+def _torchrl() -> Any:
+    """TorchRL's ``PettingZooWrapper`` class (TorchRL ships no type information)."""
     try:
         import torchrl  # noqa: F401
         from torchrl.envs.libs.pettingzoo import PettingZooWrapper
@@ -86,7 +90,7 @@ def make_pettingzoo_env(
     history: Mapping[str, Any] | None = None,
     rescale_actions: bool = True,
     **env_kwargs: Any,
-):
+) -> NumericInfo:
     """The PettingZoo stack the TorchRL env wraps (no TorchRL needed).
 
     ``parallel_env(scenario=scenario, **env_kwargs)``, then
@@ -133,7 +137,7 @@ def make_torchrl_env(
     group: str = GROUP,
     device: Any = "cpu",
     **env_kwargs: Any,
-):
+) -> Any:
     """The pricing game as a TorchRL ``PettingZooWrapper``: one group, state, numeric infos.
 
     Keys: ``(group, "observation" | "action" | "reward" | "done" | "info")`` with the
@@ -214,7 +218,7 @@ def make_batched_env(
     parallel: bool = False,
     start: bool = False,
     **kwargs: Any,
-):
+) -> Any:
     """``num_envs`` copies of :func:`make_torchrl_env` with distinct seeds, batched.
 
     ``parallel=False``: a ``SerialEnv`` (copies stepped one after another in this
@@ -313,7 +317,7 @@ def learned_prices(
     return {a: prices[i].copy() for i, a in enumerate(nd.agent_names)}
 
 
-def _unbatched_action_spec(env: Any, group: str):
+def _unbatched_action_spec(env: Any, group: str) -> Any:
     spec = env.full_action_spec[group, "action"]
     while spec.ndim > 2:  # (batch..., n_agents, n_periods)
         spec = spec[0]

@@ -25,6 +25,11 @@ from scipy.sparse.csgraph import yen
 __all__ = ["RouteFinder"]
 
 
+_Paths = tuple[tuple[int, ...], ...]
+_Halves = tuple[_Paths, _Paths, int]
+"""A station's routes to it, from it, and its charging link."""
+
+
 class RouteFinder:
     """k-shortest route search on one road network.
 
@@ -70,7 +75,7 @@ class RouteFinder:
         self.graph = csr_matrix((weights, (rows, cols)), shape=(n_nodes, n_nodes))
         self._paths = lru_cache(maxsize=None)(self._paths_uncached)
 
-    def _paths_uncached(self, orig: int, dest: int) -> tuple[tuple[tuple[int, ...], ...], tuple]:
+    def _paths_uncached(self, orig: int, dest: int) -> tuple[_Paths, tuple[float, ...]]:
         """k shortest simple paths as link-index tuples, and their costs."""
         if orig == dest:
             return ((),), (0.0,)
@@ -102,7 +107,7 @@ class RouteFinder:
             stations: ``(node, charging link)`` of every station, in agent order.
         """
         cand_cost, cand_key = [], []
-        halves = []
+        halves: list[_Halves | None] = []
         for s_idx, (node, link) in enumerate(stations):
             first, c1 = self._paths(orig, node)
             second, c2 = self._paths(node, dest)
@@ -121,6 +126,8 @@ class RouteFinder:
         order = np.lexsort((key[:, 2], key[:, 1], key[:, 0], np.round(cost, 9)))[: self.k]
         routes = []
         for s_idx, i, j in key[order]:
-            first, second, link = halves[s_idx]
+            half = halves[s_idx]
+            assert half is not None  # only stations with both halves have candidates
+            first, second, link = half
             routes.append([*first[i], link, *second[j]])
         return routes

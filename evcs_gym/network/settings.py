@@ -519,7 +519,7 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
     if name == "charging_nodes":
         if not isinstance(value, dict):
             raise ScenarioError(f"{where} must map station node -> [price_min, price_max]")
-        out = {}
+        out: dict[str, tuple[float, float]] = {}
         for node, bounds in value.items():
             ok = isinstance(bounds, (list, tuple)) and len(bounds) == 2
             ok = ok and all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
@@ -534,11 +534,11 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
             raise ScenarioError(
                 f"{where} must map station node -> {{length, free_flow_speed, ...}}"
             )
-        out = {}
+        overrides: dict[str, StationOverride] = {}
         allowed = {f.name for f in dataclasses.fields(StationOverride)}
         for node, spec in value.items():
             if isinstance(spec, StationOverride):
-                out[str(node)] = spec
+                overrides[str(node)] = spec
                 continue
             if not isinstance(spec, dict) or set(spec) - allowed:
                 raise ScenarioError(
@@ -548,6 +548,6 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
             for key, v in spec.items():
                 if v is not None and (isinstance(v, bool) or not v > 0):
                     raise ScenarioError(f"{where}[{node!r}].{key} must be positive, got {v!r}")
-            out[str(node)] = StationOverride(**spec)
-        return out
+            overrides[str(node)] = StationOverride(**spec)
+        return overrides
     raise AssertionError(f"unhandled settings key {name}")  # pragma: no cover

@@ -75,15 +75,17 @@ from concurrent.futures import (
     wait,
 )
 from functools import partial
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from evcs_gym.errors import BatchEvaluationError, PoolClosedError
 from evcs_gym.network import NetworkData
 from evcs_gym.parallel.backend import Backend, Task, settle, usable_cpu_count
-from evcs_gym.ue.evaluator import EvalResult, _check_seed
+from evcs_gym.seeds import broadcast_seeds, check_seed, check_seeds
 from evcs_gym.ue.prices import price_matrix
+from evcs_gym.ue.result import EvalResult
+
+if TYPE_CHECKING:
+    from evcs_gym.ue.averaging import SeedAverage
 
 __all__ = ["ParallelEvaluatorPool", "usable_cpu_count"]
 
@@ -322,7 +324,7 @@ class ParallelEvaluatorPool:
         prices: Mapping[str, Any],
         seeds: int | Sequence[int] = 6,
         timeout: float | None = None,
-    ):
+    ) -> SeedAverage:
         """Evaluate one profile at several seeds in parallel: means and standard errors.
 
         Same numbers as :meth:`EVCSRewardEvaluator.evaluate_seeds`.
@@ -335,7 +337,7 @@ class ParallelEvaluatorPool:
         Returns:
             :class:`evcs_gym.ue.averaging.SeedAverage`.
         """
-        from evcs_gym.ue.averaging import SeedAverage, check_seeds
+        from evcs_gym.ue.averaging import SeedAverage
 
         seed_list = check_seeds(seeds)
         results = self.evaluate_batch([prices] * len(seed_list), seeds=seed_list, timeout=timeout)
@@ -402,7 +404,7 @@ class ParallelEvaluatorPool:
         matrix = price_matrix(
             prices, nd.agent_names, nd.n_periods, nd.price_bounds, clip=self.clip_prices
         )
-        seed = None if seed is None else _check_seed(seed)
+        seed = None if seed is None else check_seed(seed)
         task = Task(
             id=next(self._ids),
             prices={a: matrix[i] for i, a in enumerate(nd.agent_names)},
@@ -433,7 +435,7 @@ class ParallelEvaluatorPool:
                 "(use evaluate() for a single profile)"
             )
         items = list(prices_list)
-        seed_list = _seed_list(seeds, len(items))
+        seed_list = broadcast_seeds(seeds, len(items))
         tasks = []
         for i, (prices, seed) in enumerate(zip(items, seed_list)):
             try:
@@ -528,28 +530,3 @@ def _timeout_message(what: str, late: list[Task], total: int, timeout: float | N
         f"{what}: {len(late)} of {total} evaluation(s){which} unfinished after {timeout} s; "
         "the workers running them were replaced"
     )
-
-
-def _seed_list(seeds: Any, n: int) -> list[Any]:
-    if seeds is None:
-        return [None] * n
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_)):
-        return [_check_seed(seeds)] * n
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
-        raise ValueError(f"`seeds` must be None, an integer or a sequence of seeds, got {seeds!r}")
-    out = list(seeds)
-    if len(out) != n:
-        raise ValueError(f"`seeds` has {len(out)} entries for {n} price profiles")
-    return out
-
-
-# ============================================================================ process
-# Worker side. One evaluator per worker process, built by the executor's initializer.
-# Two arrays in shared memory link parent and workers:
-# * `slots`: [pid, running task id] per worker, written by the worker, so that when a
-#   worker dies the parent knows which task it held;
-# * `cancelled`: a ring of cancelled task ids (id at position id % size), written by the
-#   parent; a worker skips a task found there. The parent never cancels the executor's
-#   own futures: on Python 3.11 a future cancelled while still queued makes a later
-#   BrokenProcessPool crash the executor's manager thread (InvalidStateError in
-#   terminate_broken), which would leave every other future pending forever.

@@ -24,6 +24,7 @@ from concurrent.futures import (
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import partial
+from multiprocessing.context import BaseContext
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,16 @@ from evcs_gym.parallel.backend import Task, settle
 from evcs_gym.ue.evaluator import EVCSRewardEvaluator
 
 __all__: list[str] = []
+
+# Worker side. One evaluator per worker process, built by the executor's initializer.
+# Two arrays in shared memory link parent and workers:
+# * `slots`: [pid, running task id] per worker, written by the worker, so that when a
+#   worker dies the parent knows which task it held;
+# * `cancelled`: a ring of cancelled task ids (id at position id % size), written by the
+#   parent; a worker skips a task found there. The parent never cancels the executor's
+#   own futures: on Python 3.11 a future cancelled while still queued makes a later
+#   BrokenProcessPool crash the executor's manager thread (InvalidStateError in
+#   terminate_broken), which would leave every other future pending forever.
 
 _MAX_RESUBMITS = 3
 """How often a task is re-run after its executor broke while it was queued or running on
@@ -151,7 +162,8 @@ def _evaluate_in_worker(task_id: int, prices: dict[str, np.ndarray], seed: int |
             st.slots[2 * st.slot + 1] = _IDLE
 
 
-def _mp_context(start_method: str | None) -> Any:
+def _mp_context(start_method: str | None) -> BaseContext:
+    ctx: BaseContext
     if start_method is None:
         try:
             ctx = multiprocessing.get_context("forkserver")
@@ -323,6 +335,7 @@ class _ProcessBackend:
                     self._dispatch(t)
                     continue
                 if crashed_here:
+                    assert pid is not None  # as `crashed_here` says
                     err = WorkerCrashedError(
                         f"worker process {pid} died ({_exit_reason(dead[pid])}) while "
                         f"evaluating this task (seed={t.seed}); the pool started new workers"
@@ -430,7 +443,7 @@ def _dead_workers(executor: ProcessPoolExecutor) -> dict[int, int | None]:
     ready = multiprocessing.connection.wait(list(sentinels), timeout=0)
     out: dict[int, int | None] = {}
     for s in ready:
-        pid, p = sentinels[s]  # type: ignore[index]
+        pid, p = sentinels[s]
         p.join(timeout=1.0)
         out[pid] = p.exitcode
     return out

@@ -54,6 +54,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -182,7 +183,9 @@ class PreparationCache:
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=self.folder)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays, **{_META: np.array(json.dumps(meta))})
+                # Any: numpy's stub would match a `**` mapping of arrays with `allow_pickle`
+                members: dict[str, Any] = {**arrays, _META: np.array(json.dumps(meta))}
+                np.savez(f, **members)
                 f.flush()
                 os.fsync(f.fileno())
             os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the entry from other users
@@ -229,7 +232,7 @@ class PreparationCache:
     # ------------------------------------------------------------------ housekeeping
     def entries(self) -> list[CacheEntry]:
         """Every entry in the folder, newest first (unreadable metadata: empty label)."""
-        out = []
+        out: list[CacheEntry] = []
         if not self.folder.is_dir():
             return out
         for path in self.folder.glob(f"*{_SUFFIX}"):

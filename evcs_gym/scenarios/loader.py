@@ -333,7 +333,18 @@ def _build_network(inp: _Inputs) -> _Network:
     }
     columns["station"] = []
 
-    def add(name, start, end, length, speed, kappa, prio, lanes, kind, station):
+    def add(
+        name: str,
+        start: int,
+        end: int,
+        length: float,
+        speed: float,
+        kappa: float,
+        prio: float,
+        lanes: int,
+        kind: int,
+        station: int,
+    ) -> None:
         for column, value in zip(
             columns.values(), (name, start, end, length, speed, kappa, prio, lanes, kind, station)
         ):
@@ -354,12 +365,12 @@ def _build_network(inp: _Inputs) -> _Network:
         node = inp.node_index[agent]
         add(name, node, node, length, speed, 0.2, 1.0, lanes, LINK_CHARGING, a)
     connector_of: dict[int, int] = {}
-    for d, sink in sink_of.items():
+    for d, sink_node in sink_of.items():
         name = f"connector_{node_names[d]}"
         if name in link_names:
             raise ScenarioError(f"{files['links.csv'].name}: link name {name!r} is reserved")
         connector_of[d] = len(columns["names"])
-        add(name, d, sink, CONNECTOR_LENGTH, CONNECTOR_SPEED, 0.2, 1.0, CONNECTOR_LANES,
+        add(name, d, sink_node, CONNECTOR_LENGTH, CONNECTOR_SPEED, 0.2, 1.0, CONNECTOR_LANES,
             LINK_CONNECTOR, -1)  # fmt: skip
     links = LinkTable(
         names=tuple(columns["names"]),
@@ -575,7 +586,8 @@ def _from_prepared(
     routes = {name: arrays[name] for name in _ROUTE_ARRAYS}
     timings = {"cache_read": read_s, "computed": json.loads(str(arrays["timings"]))}
     nd = _assemble(folder, inp, net, platoons, demanded, routes, timings)
-    warm = {name: arrays[name] for name in _WARM_START_ARRAYS if name in arrays}
+    # Any: NetworkData fields by name, which the type checker cannot match to `**`
+    warm: dict[str, Any] = {name: arrays[name] for name in _WARM_START_ARRAYS if name in arrays}
     info = json.loads(str(arrays["warm_start_info"]))
     return dataclasses.replace(nd, **warm, warm_start_info=info)
 

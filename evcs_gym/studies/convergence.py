@@ -42,7 +42,8 @@ import numpy as np
 
 from evcs_gym.network import NetworkData
 from evcs_gym.scenarios.loader import load_scenario
-from evcs_gym.ue.averaging import SeedAverage, check_seeds
+from evcs_gym.seeds import check_seeds
+from evcs_gym.ue.averaging import SeedAverage
 from evcs_gym.ue.evaluator import EVCSRewardEvaluator
 from evcs_gym.utils import to_jsonable
 

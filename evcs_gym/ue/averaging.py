@@ -23,7 +23,7 @@ import numpy as np
 from evcs_gym.ue.result import EvalResult
 from evcs_gym.utils import to_jsonable
 
-__all__ = ["SeedAverage", "check_seeds", "standard_error"]
+__all__ = ["SeedAverage", "standard_error"]
 
 
 def standard_error(values: Sequence[float] | np.ndarray) -> float:
@@ -39,34 +39,6 @@ def standard_error(values: Sequence[float] | np.ndarray) -> float:
     if len(x) < 2:
         return math.nan
     return float(x.std(ddof=1) / math.sqrt(len(x)))
-
-
-def check_seeds(seeds: int | Sequence[int]) -> list[int]:
-    """``seeds`` as a list of distinct non-negative integers (``int n`` means ``0..n-1``).
-
-    Raises:
-        ValueError: empty, negative, repeated or non-integer seeds, naming the value.
-
-    Example:
-        >>> check_seeds(3), check_seeds([5, 7])
-        ([0, 1, 2], [5, 7])
-    """
-    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, bool):
-        if seeds < 1:
-            raise ValueError(f"`seeds` as a count must be >= 1, got {seeds!r}")
-        return list(range(int(seeds)))
-    try:
-        out = list(seeds)
-    except TypeError:
-        raise ValueError(f"`seeds` must be an int or a sequence of ints, got {seeds!r}") from None
-    if not out:
-        raise ValueError("`seeds` must not be empty")
-    for s in out:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-            raise ValueError(f"`seeds` must hold non-negative integers, got {s!r} in {out!r}")
-    if len(set(out)) != len(out):
-        raise ValueError(f"`seeds` must be distinct, got {out!r}")
-    return [int(s) for s in out]
 
 
 @dataclass

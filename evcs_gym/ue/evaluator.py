@@ -48,15 +48,16 @@ import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evcs_gym.network import NetworkData
 from evcs_gym.network.settings import ScenarioSettings
-from evcs_gym.ue.costs import RouteCoster, relative_gap
+from evcs_gym.seeds import check_seed, check_seeds
+from evcs_gym.ue.costs import PairCosts, RouteCoster, relative_gap
 from evcs_gym.ue.prices import price_matrix
-from evcs_gym.ue.result import EvalResult, UEStats
+from evcs_gym.ue.result import EvalResult, StopReason, UEStats
 from evcs_gym.ue.simulation import SimulationOutput, WorldBuilder
 from evcs_gym.ue.stopping import (
     GapStats,
@@ -67,6 +68,9 @@ from evcs_gym.ue.stopping import (
     settle_payoff,
 )
 from evcs_gym.ue.switching import SwitchInput, make_switching_rule
+
+if TYPE_CHECKING:
+    from evcs_gym.ue.averaging import SeedAverage
 
 __all__ = [
     "EVCSRewardEvaluator",
@@ -104,13 +108,13 @@ class UETrace:
     flows: np.ndarray
     revenues: np.ndarray
     prices: np.ndarray
-    stop_reason: str
+    stop_reason: StopReason
 
     @property
     def iterations(self) -> int:
         return len(self.stats)
 
-    def stop(self, settings: ScenarioSettings) -> tuple[int, str]:
+    def stop(self, settings: ScenarioSettings) -> tuple[int, StopReason]:
         """``(iterations, stop_reason)`` of this loop under ``settings``' stop rule.
 
         Exact when ``settings`` differ from the traced scenario's only in what the
@@ -131,7 +135,7 @@ class UETrace:
             f"before this stop rule stops it (ue_max_iterations={settings.ue_max_iterations})"
         )
 
-    def payoff(self, settings: ScenarioSettings) -> tuple[int, str, Payoff]:
+    def payoff(self, settings: ScenarioSettings) -> tuple[int, StopReason, Payoff]:
         """``(iterations, stop_reason, payoff)`` of this loop under ``settings``' stop rule:
         what :meth:`EVCSRewardEvaluator.evaluate` with those settings returns, bit for
         bit (:meth:`stop` says when that is exact)."""
@@ -144,7 +148,7 @@ class _UEOutcome:
     sim: SimulationOutput
     route_slot: np.ndarray
     iterations: int
-    stop_reason: str
+    stop_reason: StopReason
     """``"converged"``, ``"stationary"`` or ``"max_iterations"``."""
     history: list[GapStats]
     flows: np.ndarray
@@ -224,7 +228,7 @@ class EVCSRewardEvaluator:
         nd = self.network
         s = nd.settings
         p = self.check_prices(prices)
-        seed = _check_seed(s.default_seed if seed is None else seed)
+        seed = check_seed(s.default_seed if seed is None else seed)
         ue = self._solve(p, seed)
         pay = settle_payoff(ue.flows, p, s, ue.stop_reason)
         flows_mat = pay.flows
@@ -283,7 +287,9 @@ class EVCSRewardEvaluator:
             },
         )
 
-    def evaluate_seeds(self, prices: Mapping[str, Any], seeds: int | Sequence[int] = 6):
+    def evaluate_seeds(
+        self, prices: Mapping[str, Any], seeds: int | Sequence[int] = 6
+    ) -> SeedAverage:
         """Evaluate ``prices`` at several seeds: means and standard errors per station.
 
         Args:
@@ -293,7 +299,7 @@ class EVCSRewardEvaluator:
         Returns:
             :class:`evcs_gym.ue.averaging.SeedAverage` (``.rewards``, ``.rewards_se``, ...).
         """
-        from evcs_gym.ue.averaging import SeedAverage, check_seeds
+        from evcs_gym.ue.averaging import SeedAverage
 
         seed_list = check_seeds(seeds)
         self.check_prices(prices)
@@ -323,7 +329,7 @@ class EVCSRewardEvaluator:
         """
         s = self.network.settings
         p = self.check_prices(prices)
-        ue = self._solve(p, _check_seed(s.default_seed if seed is None else seed))
+        ue = self._solve(p, check_seed(s.default_seed if seed is None else seed))
         return UETrace(
             stats=list(ue.history),
             flows=ue.flows,
@@ -340,7 +346,7 @@ class EVCSRewardEvaluator:
         """
         s = self.network.settings
         p = self.check_prices(prices)
-        ue = self._solve(p, _check_seed(s.default_seed if seed is None else seed))
+        ue = self._solve(p, check_seed(s.default_seed if seed is None else seed))
         return self._coster.routes[np.arange(len(ue.route_slot)), ue.route_slot]
 
     # ------------------------------------------------------------------ internals
@@ -392,7 +398,7 @@ class EVCSRewardEvaluator:
         flows: list[np.ndarray] = []
         switches: list[int] = []
         stop = StopRule(s)
-        stop_reason = None
+        stop_reason: StopReason | None = None
         rule = make_switching_rule(s)
         t_sim = t_cost = 0.0
         exec0 = self._builder.exec_seconds
@@ -416,7 +422,8 @@ class EVCSRewardEvaluator:
             new_slot = rule(SwitchInput(it, pc.cost, slot, completed, charging), rng)
             switches.append(int((new_slot != slot).sum()))
             slot = new_slot
-        assert sim is not None and pc is not None
+        # the rule answers "max_iterations" at the last iteration, so the loop broke
+        assert sim is not None and pc is not None and stop_reason is not None
         return _UEOutcome(
             sim=sim,
             route_slot=slot,
@@ -448,21 +455,15 @@ def ue_streams(seed: int) -> tuple[np.random.Generator, int]:
     return rng, int(rng.integers(0, 2**31 - 1))
 
 
-def _model_error(sim: SimulationOutput, pc, slot: np.ndarray, departure: np.ndarray) -> float:
+def _model_error(
+    sim: SimulationOutput, pc: PairCosts, slot: np.ndarray, departure: np.ndarray
+) -> float:
     """Mean |simulated - link-sum| travel time (s) of completed platoons on their route."""
     done = ~np.isnan(sim.arrival_time)
     if not done.any():
         return float("nan")
     own = pc.travel_time[np.arange(len(slot)), slot][done]
     return float(np.abs((sim.arrival_time - departure)[done] - own).mean())
-
-
-def _check_seed(seed: Any) -> int:
-    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}")
-    if seed < 0:
-        raise ValueError(f"`seed` must be a non-negative integer or None, got {seed!r}")
-    return int(seed)
 
 
 def compute_warm_start(network: NetworkData) -> NetworkData:

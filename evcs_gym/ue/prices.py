@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -13,7 +13,7 @@ from evcs_gym.errors import PriceError
 __all__ = ["price_matrix", "uniform_prices"]
 
 
-def uniform_prices(agents, n_periods: int, price: float) -> dict[str, np.ndarray]:
+def uniform_prices(agents: Iterable[str], n_periods: int, price: float) -> dict[str, np.ndarray]:
     """Every station at ``price`` in every period.
 
     Example:

@@ -17,7 +17,13 @@ import numpy as np
 
 from evcs_gym.utils import FieldwiseEquality, to_jsonable
 
-__all__ = ["EvalResult", "GapSummary", "UEStats", "ue_stats_keys"]
+__all__ = ["EvalResult", "GapSummary", "PayoffKind", "StopReason", "UEStats", "ue_stats_keys"]
+
+StopReason = Literal["converged", "stationary", "max_iterations"]
+"""Why a UE loop stopped (:mod:`evcs_gym.ue.stopping`)."""
+
+PayoffKind = Literal["final_iteration", "stationary_mean"]
+"""What an evaluation's rewards are: the final iteration or a stationary mean."""
 
 
 class GapSummary(TypedDict):
@@ -46,9 +52,9 @@ class UEStats(TypedDict):
     Stations are keyed by agent name; histories have one entry per UE iteration.
     """
 
-    stop_reason: Literal["converged", "stationary", "max_iterations"]
+    stop_reason: StopReason
     """Why the loop stopped (:mod:`evcs_gym.ue.stopping`)."""
-    payoff: Literal["final_iteration", "stationary_mean"]
+    payoff: PayoffKind
     """What the rewards are: the final iteration (the loop met its rule) or the
     stationary mean of a window of iterations."""
     window: list[int]

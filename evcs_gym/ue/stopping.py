@@ -33,17 +33,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from evcs_gym.network.settings import ScenarioSettings
-from evcs_gym.ue.result import GapSummary
+from evcs_gym.ue.result import GapSummary, PayoffKind, StopReason
 from evcs_gym.ue.stationary import ar1_standard_error, mser_truncation, stationary_estimate
 
 __all__ = ["GapStats", "Payoff", "StopRule", "gap_summary", "settle_payoff"]
 
-FINAL_ITERATION = "final_iteration"
-STATIONARY_MEAN = "stationary_mean"
+FINAL_ITERATION: Final = "final_iteration"
+STATIONARY_MEAN: Final = "stationary_mean"
 
 
 @dataclass(frozen=True)
@@ -184,7 +186,7 @@ class StopRule:
         self.revenues: list[np.ndarray] = []
         self.excess: list[float] = []
 
-    def update(self, iteration: int, stats: GapStats, revenues) -> str | None:
+    def update(self, iteration: int, stats: GapStats, revenues: ArrayLike) -> StopReason | None:
         s = self.settings
         self.revenues.append(np.asarray(revenues, dtype=float))
         self.excess.append(stats.excess(self.tol))
@@ -224,7 +226,7 @@ class Payoff:
         autocorrelation_time: ``τ`` of the stationary estimate (nan for a converged loop).
     """
 
-    kind: str
+    kind: PayoffKind
     first: int
     stop: int
     flows: np.ndarray

@@ -61,7 +61,7 @@ class SwitchInput:
     """(n_platoons,) bool: charging platoon (``None``: treat all as one population)."""
 
 
-def _blend(new: np.ndarray, old: np.ndarray, memory: float) -> np.ndarray:
+def _blend(new: np.ndarray, old: np.ndarray, memory: float | np.ndarray) -> np.ndarray:
     """``(1 − memory)·new + memory·old``, keeping +inf (no route) exactly."""
     with np.errstate(invalid="ignore"):
         mixed = (1.0 - memory) * new + memory * old
