@@ -1,4 +1,5 @@
-"""Shared fixtures: the bundled scenarios (loaded once per session) and scenario folders."""
+"""Shared fixtures: the bundled scenarios (loaded once per session), scenario folders and
+scripts of the repository. Plain helpers and constants are in ``tests/helpers.py``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,16 @@ from types import ModuleType
 import pytest
 
 import evcs_gym
+from tests.helpers import (
+    CHARGING_LENGTH,
+    CHARGING_SPEED,
+    ENERGY,
+    LONG,
+    REPO,
+    SHORT,
+    SPEED,
+    TIME_VALUE,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -47,6 +58,18 @@ def siouxfalls() -> evcs_gym.NetworkData:
     return evcs_gym.load_scenario("siouxfalls")
 
 
+@pytest.fixture(scope="module")
+def tasty() -> evcs_gym.NetworkData:
+    """``tiny`` with station tastes of scale 2 (heterogeneous drivers)."""
+    return evcs_gym.load_scenario("tiny", station_taste_scale=2.0)
+
+
+@pytest.fixture(scope="module")
+def identical() -> evcs_gym.NetworkData:
+    """``tiny`` with identical drivers (its bundled settings set scale 4)."""
+    return evcs_gym.load_scenario("tiny", station_taste_scale=0.0)
+
+
 def write_scenario(
     folder: Path,
     name: str,
@@ -80,7 +103,36 @@ def scenario_writer(tmp_path):
     return make
 
 
-REPO = Path(__file__).resolve().parents[1]
+@pytest.fixture
+def two_routes(scenario_writer):
+    """O -> S1 -> D (4,000 m) or O -> S2 -> D (5,000 m), a station on each, no congestion
+    (constants in ``tests/helpers.py``)."""
+    folder = scenario_writer(
+        name="two_routes",
+        nodes=[("O", 0, 0), ("S1", 1000, 500), ("S2", 1000, -500), ("D", 2000, 0)],
+        links=[
+            ("O-S1", "O", "S1", SHORT, SPEED, 0.2, 1),
+            ("S1-D", "S1", "D", SHORT, SPEED, 0.2, 1),
+            ("O-S2", "O", "S2", LONG, SPEED, 0.2, 1),
+            ("S2-D", "S2", "D", LONG, SPEED, 0.2, 1),
+        ],
+        demand=[("O", "D", 0, 600, 0.05)],  # 30 vehicles, 6 platoons
+        settings={
+            "simulation_time": 3000,
+            "deltan": 5,
+            "charging_car_rate": 1.0,
+            "charging_link_length": CHARGING_LENGTH,
+            "charging_link_free_flow_speed": CHARGING_SPEED,
+            "charging_periods": 1,
+            "charging_nodes": {"S1": [0.5, 2.0], "S2": [0.5, 2.0]},
+            "routes_per_od": 4,
+            "time_value_coefficient": TIME_VALUE,
+            "charging_demand_per_vehicle": ENERGY,
+            "ue_convergence_threshold": 0.0005,
+            "ue_max_iterations": 200,
+        },
+    )
+    return evcs_gym.load_scenario(folder)
 
 
 @pytest.fixture(scope="session")

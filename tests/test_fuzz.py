@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 import evcs_gym
 from evcs_gym.errors import PriceError, ScenarioError
 from evcs_gym.scenarios.loader import scenario_folder
+from evcs_gym.seeds import check_seed
 
 settings.register_profile(
     "ci",  # the same cases at every run: CI never fails on a newly drawn case
@@ -269,9 +270,7 @@ def test_hostile_seeds_fail_clearly(tiny_evaluator, seed):
     nd = tiny_evaluator.network
     lows = {a: np.full(nd.n_periods, lo) for a, (lo, _) in nd.price_bounds.items()}
     try:
-        from evcs_gym.ue.evaluator import _check_seed
-
-        _check_seed(nd.settings.default_seed if seed is None else seed)
+        check_seed(nd.settings.default_seed if seed is None else seed)
     except ValueError as e:
         assert "seed" in str(e), str(e)
         with pytest.raises(ValueError, match="seed"):

@@ -1,4 +1,5 @@
-"""NashConvChecker on hand-written critics with known best responses, and on learned ones."""
+"""NashConvChecker (evcs_gym.baselines.nashconv) on hand-written
+critics with known best responses, and on learned ones."""
 
 from __future__ import annotations
 

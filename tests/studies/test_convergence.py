@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,6 +29,7 @@ from evcs_gym.studies.convergence import (
     study_profiles,
     uniform_profile,
 )
+from tests.helpers import REPO
 
 
 def _disagreements(study: ConvergenceStudy) -> list[str]:
@@ -229,7 +229,7 @@ def siouxfalls_study_profiles(nd: evcs_gym.NetworkData) -> dict[str, dict]:
     """The acceptance study's Sioux Falls profiles: the solver's equilibrium of the default
     game (``benchmarks/inputs/solve_siouxfalls.json``), two single-period spikes to the
     upper bound, two training-like and three uniform-random profiles."""
-    inputs = Path(__file__).resolve().parents[1] / "benchmarks" / "inputs"
+    inputs = REPO / "benchmarks" / "inputs"
     base = json.loads((inputs / "solve_siouxfalls.json").read_text())["prices"]
     return study_profiles(nd, base, deviations=2, training_like=2, random=3)
 

@@ -1,4 +1,5 @@
-"""``EVCSPricing-v0``: registration, checkers, joint and best-response views, vectorisation."""
+"""``EVCSPricing-v0`` (evcs_gym.envs.gym_env): checkers, joint and best-response views,
+repeated games, seeding and pickling, vectorisation."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import evcs_gym
-from evcs_gym.envs import EVCSPricingEnv
-from evcs_gym.wrappers import HistoryWrapper, SingleAgentView
+from tests.helpers import make_gym_env as make
 
 VIEWS = {
     "joint": {},
@@ -20,17 +19,6 @@ VIEWS = {
     "joint_history": {"rounds": 3, "history": {"k": 2, "ema": 0.5}},
     "best_response_history": {"agent": "B", "rounds": 3, "history": {"include_round": True}},
 }
-
-
-def make(**kwargs):
-    return gym.make("EVCSPricing-v0", scenario="tiny", **kwargs)
-
-
-def test_registered_on_import():
-    assert gym.spec("EVCSPricing-v0").entry_point == "evcs_gym.envs.gym_env:EVCSPricingEnv"
-    env = gym.make("evcs_gym:EVCSPricing-v0", scenario="tiny")
-    assert isinstance(env.unwrapped, EVCSPricingEnv)
-    evcs_gym.envs.register_envs()  # a second registration is a no-op
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
@@ -138,22 +126,6 @@ def test_same_seed_same_results_and_pickle():
     for x, y in zip(ra, rb):
         assert np.array_equal(x[0], y[0]) and x[1] == y[1]
     assert clone.step(acts[2])[1] == a.step(acts[2])[1] == b.step(acts[2])[1]
-
-
-def test_single_agent_view_over_any_parallel_env(tiny):
-    game = HistoryWrapper(evcs_gym.parallel_env(scenario=tiny), rounds=2)
-    view = SingleAgentView(game)
-    assert view.observation_space is game.state_space
-    obs, _ = view.reset(seed=0)
-    assert view.observation_space.contains(obs)
-
-
-def test_render_through_view():
-    env = make(render_mode="rgb_array", agent="A")
-    env.reset(seed=0)
-    env.step(np.ones(4, dtype=np.float32))
-    frame = env.render()
-    assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
 
 
 def test_gymnasium_async_vector_env():

@@ -1,4 +1,5 @@
-"""The one-step PettingZoo game: API checkers, seeding, rewards, infos, bad actions, pickling."""
+"""The one-step PettingZoo game (evcs_gym.envs.parallel_env): API checkers, seeding, rewards,
+infos, bad actions, pickling."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import pickle
 import cloudpickle
 import numpy as np
 import pytest
-from pettingzoo.test import api_test, parallel_api_test, parallel_seed_test
+from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import evcs_gym
 from evcs_gym.envs import EVCSPricingParallelEnv
-
-PRICES = {"A": [1.0, 1.2, 1.4, 1.0], "B": [1.5, 1.5, 1.5, 1.5]}
+from tests.helpers import ENV_PRICES as PRICES
 
 
 @pytest.fixture
@@ -26,10 +26,6 @@ def test_parallel_api(tiny):
 
 def test_parallel_seed(tiny):
     parallel_seed_test(lambda: evcs_gym.parallel_env(scenario=tiny))
-
-
-def test_aec_api(tiny):
-    api_test(evcs_gym.env(scenario=tiny), num_cycles=5)
 
 
 def test_metadata_spaces_and_constant_observation(env, tiny):
@@ -210,27 +206,6 @@ def test_pickle_mid_episode_continues_identically(tiny):
     for copy in copies:
         assert isinstance(copy, EVCSPricingParallelEnv) and copy.agents == ["A", "B"]
         assert copy.begin_step(PRICES).seed == expected
-
-
-def test_render_rgb_array_and_human(tiny, tmp_path):
-    env = evcs_gym.parallel_env(scenario=tiny, render_mode="rgb_array")
-    env.reset(seed=0)
-    before = env.render()
-    env.step(PRICES)
-    after = env.render()
-    for frame in (before, after):
-        assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
-        assert frame.shape[0] > 100 and frame.shape[1] > 100
-    assert not np.array_equal(before, after)  # prices and flows are drawn
-    path = tmp_path / "frame.png"
-    human = evcs_gym.parallel_env(scenario=tiny, render_mode="human", render_path=path)
-    human.reset(seed=0)
-    human.step(PRICES)
-    assert human.render() is None and path.stat().st_size > 1000
-    human.close()
-    assert evcs_gym.parallel_env(scenario=tiny).render() is None  # no render_mode: warns
-    with pytest.raises(ValueError, match="render_mode"):
-        evcs_gym.parallel_env(scenario=tiny, render_mode="ansi")
 
 
 def test_scenario_argument_forms(tiny):

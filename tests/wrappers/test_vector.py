@@ -1,4 +1,5 @@
-"""EVCSVectorEnv on the real ParallelEvaluatorPool: equals serial stepping, errors, close."""
+"""EVCSVectorEnv (evcs_gym.wrappers.vector) on the real ParallelEvaluatorPool:
+equals serial stepping, errors, close."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The stationary-mean estimator: MSER truncation and the AR(1) standard error."""
+"""The stationary-mean estimator (evcs_gym.ue.stationary): MSER truncation
+and the AR(1) standard error."""
 
 from __future__ import annotations
 

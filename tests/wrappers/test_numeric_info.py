@@ -1,8 +1,10 @@
-"""NumericInfo: fixed numeric keys at reset and step, values equal to the raw infos."""
+"""NumericInfo (evcs_gym.wrappers.numeric_info): fixed numeric keys at reset and
+step, values equal to the raw infos."""
 
 from __future__ import annotations
 
 import pickle
+import typing
 
 import numpy as np
 import pytest
@@ -10,8 +12,9 @@ from pettingzoo import ParallelEnv
 from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import evcs_gym
+from evcs_gym.ue.result import UEStats
 from evcs_gym.wrappers import HistoryWrapper, NumericInfo, RescaleActions
-from evcs_gym.wrappers.numeric_info import NUMERIC_INFO_KEYS
+from evcs_gym.wrappers.numeric_info import NUMERIC_INFO_KEYS, UE_STATS_KEYS
 
 PRICES = {"A": [1.0, 1.2, 1.4, 1.0], "B": [1.5, 1.5, 0.8, 2.0]}
 
@@ -74,10 +77,19 @@ def test_values_equal_the_raw_infos(tiny, kind):
         assert n["ue_iterations"] == r["ue_iterations"] >= 1
         assert n["action_clipped"] == 0.0
         assert n["relative_gap"] == r["ue_stats"]["relative_gap"]
-        assert n["charging_gap"] == r["ue_stats"]["charging_relative_gap"]
+        assert n["charging_relative_gap"] == r["ue_stats"]["charging_relative_gap"]
         assert n["charging_tail_share"] == r["ue_stats"]["charging_tail_share"]
         assert n["completed_ratio"] == r["ue_stats"]["completed_ratio"]
+        for key in UE_STATS_KEYS:
+            assert n[key] == float(r["ue_stats"][key]), key
     assert num["A"]["revenue"] + num["B"]["revenue"] > 0
+
+
+def test_ue_stats_keys_are_every_number_of_the_ue_stats_type():
+    hints = typing.get_type_hints(UEStats)
+    assert set(UE_STATS_KEYS) == {k for k, t in hints.items() if t in (int, float)}
+    assert {"relative_gap", "charging_relative_gap", "mean_travel_time"} <= set(UE_STATS_KEYS)
+    assert set(UE_STATS_KEYS) <= set(NUMERIC_INFO_KEYS)
 
 
 def test_stationary_mean_is_one_when_the_rule_was_out_of_reach(tiny):

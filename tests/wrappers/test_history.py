@@ -1,4 +1,5 @@
-"""HistoryWrapper and RescaleActions: API checkers, hand-computed observations, rounds, seeding."""
+"""HistoryWrapper (evcs_gym.wrappers.history): API checkers, hand-computed observations,
+rounds, seeding."""
 
 from __future__ import annotations
 
@@ -9,13 +10,9 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import evcs_gym
 from evcs_gym.wrappers import HistoryWrapper, RescaleActions
+from tests.helpers import history_env as history
 
 LOW, HIGH, FLOW_SCALE = 0.5, 2.0, 50.0  # the tiny scenario's bounds and flow scale
-
-
-def history(tiny, **kwargs):
-    kwargs.setdefault("rounds", 3)
-    return HistoryWrapper(evcs_gym.parallel_env(scenario=tiny), **kwargs)
 
 
 def norm(prices):
@@ -29,10 +26,6 @@ def test_tiny_constants(tiny):
 
 def test_parallel_api(tiny):
     parallel_api_test(history(tiny, rounds=3, k=2, ema=0.5, include_round=True), num_cycles=5)
-
-
-def test_parallel_api_rescaled(tiny):
-    parallel_api_test(RescaleActions(history(tiny, rounds=2)), num_cycles=5)
 
 
 def test_parallel_seed(tiny):
@@ -163,21 +156,6 @@ def test_wrapping_rules(tiny):
 
     with pytest.raises(TypeError, match="EVCSPricingParallelEnv"):
         HistoryWrapper(generated_agents_parallel_v0.parallel_env())
-
-
-def test_rescale_actions(tiny):
-    env = RescaleActions(evcs_gym.parallel_env(scenario=tiny))
-    env.reset(seed=0)
-    _, _, _, _, infos = env.step({"A": [-1.0, 0.0, 1.0, 0.5], "B": [1.0] * 4})
-    assert infos["A"]["prices"].tolist() == [0.5, 1.25, 2.0, 1.625]
-    assert infos["B"]["prices"].tolist() == [2.0] * 4
-    env.reset(seed=0)
-    with pytest.raises(ValueError, match=r"agent 'A' must have shape \(4,\)"):
-        env.step({"A": [0.0] * 5, "B": [0.0] * 4})
-    with pytest.raises(ValueError, match=r"agent 'B'.*non-finite"):
-        env.step({"A": [0.0] * 4, "B": [0.0, np.nan, 0.0, 0.0]})
-    with pytest.raises(ValueError, match="min_action"):
-        RescaleActions(evcs_gym.parallel_env(scenario=tiny), 1.0, 1.0)
 
 
 def test_render_shows_the_latest_round(tiny):

@@ -1,4 +1,5 @@
-"""Tests of the shared baseline pieces: replay buffer, noise, networks, seeding, doctests."""
+"""The shared baseline pieces (evcs_gym.baselines.common):
+replay buffer, noise, networks, seeding, doctests."""
 
 from __future__ import annotations
 
