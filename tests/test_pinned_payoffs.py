@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 import evcs_gym
+from evcs_gym.network.settings import ScenarioSettings
+from evcs_gym.scenarios import scenario_folder
 
 PINNED = json.loads((Path(__file__).parent / "data" / "pinned_payoffs_0.2.0.json").read_text())
 SCENARIOS = {
@@ -54,6 +56,22 @@ def test_payoffs_are_those_recorded_for_0_2_0(key):
     assert res.ue_iterations == want["ue_iterations"]
     assert {a: float(v).hex() for a, v in res.rewards.items()} == want["rewards"]
     assert {a: [float(x).hex() for x in f] for a, f in res.flows.items()} == want["flows"]
+
+
+DIGESTS_0_2_0 = {
+    "tiny": "b19290784656",
+    "siouxfalls": "1bdd955f9c73",
+    "berlin_friedrichshain": "6e837c766f5b",
+    "anaheim": "d463508cfe15",
+}
+"""``ScenarioSettings.digest`` of every bundled 0.2.0 game: results files carry it."""
+
+
+@pytest.mark.parametrize("name", sorted(DIGESTS_0_2_0))
+def test_settings_digests_are_those_of_0_2_0(name):
+    folder = scenario_folder(name)
+    raw = json.loads((folder / f"{name}_settings.json").read_text())
+    assert ScenarioSettings.from_mapping(raw).digest == DIGESTS_0_2_0[name]
 
 
 def test_every_pinned_scenario_is_covered():

@@ -2,8 +2,10 @@
 
 Runs :class:`~evcs_gym.equilibrium.best_response.BestResponseDynamics` from mid-bound
 prices or a ``--start`` file, each round certified by the simulator, until the relative
-NashConv reaches ``--target`` or ``--rounds`` / ``--budget`` run out. It prints the
-solver's summary, or with ``--json`` the prices, certificate and history, which
+NashConv reaches ``--target`` or ``--rounds`` / ``--budget`` run out. With
+``--objective total`` each station's step maximises the stations' total revenue, and the
+fixed point is the collusive reference (the joint optimum) instead of a Nash equilibrium.
+It prints the solver's summary, or with ``--json`` the prices, certificate and history, which
 ``--out`` also writes (the file ``exploit --prices`` and ``convergence --prices`` read).
 """
 
@@ -23,6 +25,7 @@ from evcs_gym.cli.common import (
     load_scenario,
     read_price_file,
 )
+from evcs_gym.equilibrium.deviation_search import OBJECTIVES
 
 __all__ = ["add_parser", "run"]
 
@@ -36,6 +39,13 @@ def add_parser(
     )
     add_scenario_argument(p)
     p.add_argument("--target", type=float, default=0.02, help="relative NashConv to reach")
+    p.add_argument(
+        "--objective",
+        choices=OBJECTIVES,
+        default="own",
+        help="what each station's step maximises: its own revenue (a Nash equilibrium) "
+        "or the stations' total (the collusive reference)",
+    )
     p.add_argument("--damping", type=float, default=1.0, help="step towards the best responses")
     p.add_argument(
         "--min-damping",
@@ -83,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             seeds=args.seeds,
             search_seeds=args.search_seeds,
+            objective=args.objective,
             verbose=not args.json,
         )
         res = solver.solve(read_price_file(args.start, "--start") if args.start else None)
@@ -90,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
         "scenario": nd.name,
         "game": game_info(nd),
         "prices": {a: v.tolist() for a, v in res.prices.items()},
+        "objective": args.objective,
         "converged": res.converged,
         "rounds": res.rounds,
         "evaluations": res.evaluations,

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from evcs_gym.equilibrium.deviation_search import Objective, check_objective
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
 
@@ -83,6 +84,11 @@ class BestResponseDynamics:
             (each candidate then costs that many simulations). The game is noisy — on
             ``tiny`` a station's revenue moves ±15 % from seed to seed — and single-seed
             best responses chase that noise.
+        objective: ``"own"`` (default): best responses, whose fixed point is a Nash
+            equilibrium. ``"total"``: each station's step maximises the stations' total
+            reward instead (coordinate ascent on the joint reward), whose fixed point is
+            the collusive reference; ``target`` then bounds the joint gain that any one
+            station's prices could still add.
 
     Example:
         >>> import evcs_gym
@@ -107,6 +113,7 @@ class BestResponseDynamics:
         seed: int = 0,
         seeds: int | Sequence[int] | None = None,
         search_seeds: int = 1,
+        objective: Objective = "own",
         verbose: bool = False,
     ) -> None:
         if not 0 < damping <= 1:
@@ -127,6 +134,7 @@ class BestResponseDynamics:
         self.seed = seed
         self.seeds = seeds
         self.search_seeds = search_seeds
+        self.objective = check_objective(objective)
         self.verbose = verbose
 
     def solve(self, initial_prices: dict[str, Any] | None = None) -> SolverResult:
@@ -157,6 +165,7 @@ class BestResponseDynamics:
                 budget=self.budget_per_station,
                 grid=self.grid,
                 starts=last_best,
+                objective=self.objective,
             )
             history.append(
                 {

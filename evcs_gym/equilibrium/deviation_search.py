@@ -31,14 +31,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy.optimize import differential_evolution
 
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 
-__all__ = ["PERIOD_STEP", "best_response"]
+__all__ = ["OBJECTIVES", "PERIOD_STEP", "Objective", "best_response", "check_objective"]
+
+Objective = Literal["own", "total"]
+"""What a station's search maximises: its own reward (``"own"``: a best response, whose
+fixed points are Nash equilibria) or every station's together (``"total"``: coordinate
+ascent on the joint reward, whose fixed points are the collusive reference)."""
+OBJECTIVES: tuple[Objective, ...] = ("own", "total")
 
 PERIOD_STEP = 1 / 12
 """Default step of the nearby single-period moves, as a fraction of the price range."""
@@ -60,8 +66,10 @@ class _Search:
         seed: int | Sequence[int],
         bounds: tuple[float, float],
         budget: int,
+        objective: Objective = "own",
     ) -> None:
         self.evaluator = evaluator
+        self.objective = objective
         self.profile = np.asarray(profile, dtype=float)
         self.agent = agent
         self.seed = seed
@@ -83,7 +91,8 @@ class _Search:
         return (np.round(x, 9) + 0.0).tobytes()  # + 0.0: -0.0 and 0.0 share a key
 
     def rewards(self, candidates: np.ndarray) -> np.ndarray:
-        """The station's reward for each candidate; ``-inf`` for those past the budget."""
+        """The objective (the station's reward, or with ``objective="total"`` every
+        station's) of each candidate; ``-inf`` for those past the budget."""
         xs = np.clip(np.atleast_2d(np.asarray(candidates, dtype=float)), self.low, self.high)
         out = np.full(len(xs), -np.inf)
         new: dict[bytes, list[int]] = {}
@@ -101,7 +110,8 @@ class _Search:
                 p = self.profile.copy()
                 p[self.agent] = xs[rows[0]]
                 profiles.append(p)
-            values = self.evaluator.rewards(profiles, self.seed)[:, self.agent]
+            rewards = self.evaluator.rewards(profiles, self.seed)
+            values = rewards[:, self.agent] if self.objective == "own" else rewards.sum(axis=1)
             for (k, rows), v in zip(new.items(), values):
                 self.values[k] = float(v)
                 self.points.append((float(v), xs[rows[0]].copy()))
@@ -112,6 +122,17 @@ class _Search:
         """How many distinct candidates have been tried (evaluated or looked up)."""
         keys = {self.key(np.clip(x, self.low, self.high)) for x in candidates}
         return sum(k in self.values for k in keys)
+
+
+def check_objective(objective: object) -> Objective:
+    """``objective`` if it is one of :data:`OBJECTIVES`.
+
+    Raises:
+        ValueError: any other value, named.
+    """
+    if objective == "own" or objective == "total":
+        return objective
+    raise ValueError(f"`objective` must be one of {list(OBJECTIVES)}, got {objective!r}")
 
 
 def _check_period_moves(period_moves: int | None, period_step: float) -> None:
@@ -136,6 +157,7 @@ def best_response(
     period_moves: int | None = 2,
     period_step: float = PERIOD_STEP,
     stats: dict[str, Any] | None = None,
+    objective: Objective = "own",
 ) -> tuple[np.ndarray, float, float, int]:
     """Best deviation of one station: ``(prices, best_reward, current_reward, evaluations)``.
 
@@ -164,6 +186,8 @@ def best_response(
         period_moves: nearby steps per side of the single-period moves (``0``: bound
             moves only; ``None``: no single-period moves and no combined move).
         period_step: the nearby step as a fraction of the station's price range.
+        objective: ``"own"`` (default): the station's own reward; ``"total"``: the sum of
+            every station's reward (the station's prices chosen for the joint revenue).
         stats: if given, filled with what was tried: ``candidates`` (distinct vectors,
             <= budget), ``grid``, ``starts``, ``period_moves`` (single-period moves),
             ``combined`` (whether the combined move was tried), ``de_population``,
@@ -171,7 +195,8 @@ def best_response(
 
     Returns:
         the best prices found (clipped to the bounds), their reward, the reward at the
-        current prices and the simulator runs this search caused.
+        current prices and the simulator runs this search caused (rewards in the sense of
+        ``objective``).
 
     Example:
         >>> import evcs_gym
@@ -188,11 +213,12 @@ def best_response(
     if grid < 0:
         raise ValueError(f"`grid` must be >= 0, got {grid}")
     _check_period_moves(period_moves, period_step)
+    objective = check_objective(objective)
     nd = evaluator.network
     low, high = (float(v) for v in nd.price_bounds[nd.agent_names[agent]])
     n = nd.n_periods
     start_evals = evaluator.evaluations
-    search = _Search(evaluator, profile, agent, seed, (low, high), budget)
+    search = _Search(evaluator, profile, agent, seed, (low, high), budget, objective)
     x0 = np.clip(np.asarray(profile[agent], dtype=float), low, high)
 
     def moves(offsets: list[float]) -> list[tuple[int, np.ndarray]]:

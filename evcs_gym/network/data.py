@@ -112,7 +112,9 @@ class NetworkData(FieldwiseEquality):
 
     # route sets
     group_routes: np.ndarray
-    """(n_groups, k) route ids of each group, padded with -1, sorted by free-flow time."""
+    """(n_groups, k) route ids of each group, padded with -1, sorted by free-flow time
+    (with an outside option, ``charging_outside_cost``: (n_groups, 2k), a charging group's
+    charging routes first, then its outside routes, each part so sorted)."""
     route_offsets: np.ndarray
     """CSR offsets into ``route_links`` (n_routes + 1)."""
     route_links: np.ndarray

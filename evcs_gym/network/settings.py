@@ -205,6 +205,30 @@ class ScenarioSettings:
     station_taste_seed: int = 0
     """Seed of the taste draws (``station_taste_scale``): part of the scenario, not of an
     evaluation's seed, so every evaluation faces the same drivers."""
+    station_taste_logit: bool = False
+    """Draw the tastes so that shares follow the multinomial logit over any number of
+    alternatives: each alternative costs its route cost *minus* a Gumbel draw of scale
+    ``station_taste_scale`` (utility plus Gumbel noise). ``False`` (the default, and every
+    0.2.0 game's) adds the draws instead, which is the logit between two alternatives but
+    not among three or more: at equal costs the three-way shares come out even, yet a
+    dearer third alternative keeps less than its logit share (a cost 3 above two others,
+    at scale 4: 15.7 % instead of 19.1 %). The market games turn it on."""
+    station_taste_quasi_random: bool = False
+    """Draw the tastes from a scrambled Halton sequence (quasi-Monte Carlo, seeded by
+    ``station_taste_seed``) mapped through the Gumbel quantile function, instead of from
+    pseudo-random numbers. The charging platoons' tastes then fill the distribution
+    evenly: shares follow the logit model to within a few platoons, not to a sampling
+    error of order √n, and a station's revenue is a smooth function of its prices
+    instead of a lumpy one whose best responses jump. ``False`` (the default, and every
+    0.2.0 game's): pseudo-random draws."""
+    charging_outside_cost: float | None = None
+    """The outside option of charging drivers, in currency: a charging platoon may skip
+    the network's stations, drive one of its trip's non-charging routes and pay this
+    fixed cost instead (charging elsewhere: at home, at work, at another operator's
+    station). It is chosen in the same UE as routes and stations, earns no station
+    anything, and with ``station_taste_scale`` > 0 carries a taste draw of its own, so
+    shares follow a logit model with an outside good. ``None`` (the default, and every
+    0.2.0 game's): no outside option, every charging driver charges on the network."""
     warm_start_price: float | None = None
     """Uniform reference price whose equilibrium, computed once when the scenario loads,
     is every evaluation's starting assignment. ``None``: the middle of the common
@@ -248,7 +272,8 @@ class ScenarioSettings:
 
         Results files, env infos and run records carry it next to the package version,
         so that a figure names the game it was measured on; any change of a setting
-        changes it.
+        changes it. A setting added after 0.2.0 counts only when it is on, so a 0.2.0
+        game keeps its digest.
 
         Example:
             >>> a = ScenarioSettings(charging_nodes={"A": (0.5, 2.0)})
@@ -259,7 +284,11 @@ class ScenarioSettings:
         """
         from evcs_gym.utils import to_jsonable
 
-        text = json.dumps(to_jsonable(dataclasses.asdict(self)), sort_keys=True)
+        fields = dataclasses.asdict(self)
+        for name, off in _ADDED_SINCE_0_2_0.items():
+            if fields[name] == off:  # off: the 0.2.0 game, whose digest stands
+                del fields[name]
+        text = json.dumps(to_jsonable(fields), sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
     @property
@@ -358,6 +387,11 @@ class ScenarioSettings:
             value = getattr(self, name)
             if not 0 <= value <= 1:
                 raise ScenarioError(f"{source}: `{name}` must be in [0, 1], got {value!r}")
+        outside = self.charging_outside_cost
+        if outside is not None and not (math.isfinite(outside) and outside >= 0):
+            raise ScenarioError(
+                f"{source}: `charging_outside_cost` must be >= 0 or null, got {outside!r}"
+            )
         if not self.charging_nodes:
             raise ScenarioError(f"{source}: `charging_nodes` must name at least one station")
         for node, (low, high) in self.charging_nodes.items():
@@ -430,6 +464,13 @@ def link_cells(length: float, free_flow_speed: float, deltan: float) -> float:
     return length / (free_flow_speed * deltan)
 
 
+_ADDED_SINCE_0_2_0: dict[str, Any] = {
+    "station_taste_logit": False,
+    "station_taste_quasi_random": False,
+    "charging_outside_cost": None,
+}
+"""Settings added after 0.2.0, each with the value that turns it off (the 0.2.0 game)."""
+
 _INT_KEYS = {
     "deltan",
     "charging_periods",
@@ -500,7 +541,7 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
         if not math.isfinite(value):
             raise ScenarioError(f"{where} must be finite, got {value!r}")
         return float(value)
-    if name == "ue_price_aware_start":
+    if name in ("ue_price_aware_start", "station_taste_logit", "station_taste_quasi_random"):
         if not isinstance(value, (bool, np.bool_)):
             raise ScenarioError(f"{where} must be true or false, got {value!r}")
         return bool(value)
@@ -508,7 +549,7 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
         if not isinstance(value, str):
             raise ScenarioError(f"{where} must be a string, got {value!r}")
         return value
-    if name == "warm_start_price":
+    if name in ("warm_start_price", "charging_outside_cost"):
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):

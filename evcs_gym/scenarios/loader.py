@@ -421,10 +421,16 @@ def _build_platoons(inp: _Inputs) -> tuple[np.ndarray, dict[str, float]]:
 def _build_route_sets(inp: _Inputs, net: _Network, platoons: np.ndarray) -> dict[str, np.ndarray]:
     """The route set of every (orig, dest, class) group (up to ``routes_per_od`` k
     shortest paths at free flow; charging routes pass one station) and each platoon's
-    group: the arrays :class:`NetworkData` keeps, named as its fields."""
+    group: the arrays :class:`NetworkData` keeps, named as its fields.
+
+    With an outside option (``charging_outside_cost``), a charging group's set holds its
+    k charging routes and then the k shortest road routes of its trip, each ending on the
+    connector to the trip's sink (they pass no station: the outside option); the sets are
+    then 2k wide."""
     settings, links = inp.settings, net.links
     ff = links.free_flow_time
     k = settings.routes_per_od
+    outside = settings.charging_outside_cost is not None
     finder = routes_mod.RouteFinder(
         len(inp.node_names), links.start, links.end, ff, links.kind == LINK_ROAD, k
     )
@@ -443,6 +449,8 @@ def _build_route_sets(inp: _Inputs, net: _Network, platoons: np.ndarray) -> dict
             if c:
                 found = finder.charging_routes(o, d, stations)
                 found = [rt + [net.connector_of[d]] for rt in found]
+                if outside and found:
+                    found += [rt + [net.connector_of[d]] for rt in finder.road_routes(o, d)]
             else:
                 found = finder.road_routes(o, d)
             if not found:
@@ -458,7 +466,8 @@ def _build_route_sets(inp: _Inputs, net: _Network, platoons: np.ndarray) -> dict
                 route_link_lists.append(rt)
             group_routes.append(ids)
 
-    group_arr = np.full((len(group_routes), k), -1, dtype=np.int64)
+    width = 2 * k if outside else k
+    group_arr = np.full((len(group_routes), width), -1, dtype=np.int64)
     for g, ids in enumerate(group_routes):
         group_arr[g, : len(ids)] = ids
     lengths = np.array([len(rt) for rt in route_link_lists], dtype=np.int64)

@@ -6,7 +6,9 @@ simulation (numpy, all pairs at once):
 the arrival time gives the time cost, the entry time of the charging link gives the
 pricing period and so the charging cost. With heterogeneous drivers
 (``station_taste_scale`` > 0) a charging route also costs the platoon's fixed taste for
-its station (:func:`station_tastes`).
+its station (:func:`station_tastes`). With an outside option
+(``charging_outside_cost``), a charging platoon's routes that pass no station cost
+their travel time plus that fixed cost (and the platoon's taste for the outside option).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.stats import qmc
 
 from evcs_gym.network import NetworkData
 
@@ -28,8 +31,13 @@ def station_tastes(network: NetworkData) -> np.ndarray:
     Gumbel draws of scale ``settings.station_taste_scale`` from
     ``settings.station_taste_seed``, shifted so that each platoon's smallest taste is 0
     (differences, which alone drive choices, are logistic: identical platoons split
-    between two equally dear stations like a logit model of that scale). Zero for
+    between two equally dear stations like a logit model of that scale; with
+    ``station_taste_logit`` the draws are negated, so shares among any number of
+    alternatives follow the multinomial logit; with ``station_taste_quasi_random`` they
+    are quasi-random, a scrambled Halton sequence through the Gumbel quantiles). Zero for
     non-charging platoons and when the scale is 0. A function of the scenario alone.
+    With an outside option (``charging_outside_cost``) one more column, the last, holds
+    the taste for it: (n_platoons, n_agents + 1).
 
     Example:
         >>> import evcs_gym
@@ -41,11 +49,20 @@ def station_tastes(network: NetworkData) -> np.ndarray:
         True
     """
     s = network.settings
-    shape = (network.n_platoons, network.n_agents)
+    alternatives = network.n_agents + (s.charging_outside_cost is not None)
+    shape = (network.n_platoons, alternatives)
     if s.station_taste_scale == 0:
         return np.zeros(shape)
-    rng = np.random.default_rng(np.random.SeedSequence([_TASTE_DOMAIN, s.station_taste_seed]))
-    taste = rng.gumbel(0.0, s.station_taste_scale, size=shape)
+    seed = np.random.SeedSequence([_TASTE_DOMAIN, s.station_taste_seed])
+    if s.station_taste_quasi_random:
+        taste = np.zeros(shape)
+        halton = qmc.Halton(d=alternatives, scramble=True, seed=np.random.default_rng(seed))
+        u = halton.random(int(network.veh_charging.sum()))  # in (0, 1): scrambled
+        taste[network.veh_charging] = -s.station_taste_scale * np.log(-np.log(u))  # Gumbel
+    else:
+        taste = np.random.default_rng(seed).gumbel(0.0, s.station_taste_scale, size=shape)
+    if s.station_taste_logit:  # cost minus a Gumbel draw: the multinomial logit
+        np.negative(taste, out=taste)
     taste -= taste.min(axis=1, keepdims=True)
     taste[~network.veh_charging] = 0.0
     return taste
@@ -104,10 +121,14 @@ class RouteCoster:
         charge_link = nd.route_charging_link[self.pair_route]
         self.pair_station = np.where(charge_link >= 0, nd.links.station[charge_link], -1)
         self.pair_departure = nd.veh_departure[self.pair_veh]
+        self.outside_cost = s.charging_outside_cost
+        self.pair_outside = (self.pair_station < 0) & nd.veh_charging[self.pair_veh]
+        """Pairs of a charging platoon and a route through no station: the outside option."""
         self.pair_taste = None
         if s.station_taste_scale > 0:
-            taste = station_tastes(nd)[self.pair_veh, np.maximum(self.pair_station, 0)]
-            self.pair_taste = np.where(self.pair_station >= 0, taste, 0.0)
+            column = np.where(self.pair_outside, nd.n_agents, np.maximum(self.pair_station, 0))
+            taste = station_tastes(nd)[self.pair_veh, column]
+            self.pair_taste = np.where((self.pair_station >= 0) | self.pair_outside, taste, 0.0)
         self.lmax = lmax
 
     def compute(
@@ -149,6 +170,8 @@ class RouteCoster:
         )
         price = np.where(charging, prices[np.maximum(self.pair_station, 0), period], 0.0)
         price_cost = price * self.energy
+        if self.outside_cost is not None:
+            price_cost = np.where(self.pair_outside, self.outside_cost, price_cost)
         cost = self.time_value * travel + price_cost
         if self.pair_taste is not None:
             cost += self.pair_taste

@@ -78,6 +78,11 @@ def test_payoff_settings_are_checked(key, value):
         ("station_taste_scale", float("nan"), "station_taste_scale"),
         ("station_taste_seed", -3, "station_taste_seed"),
         ("station_taste_seed", 1.5, "station_taste_seed"),
+        ("charging_outside_cost", -1.0, r"`charging_outside_cost` must be >= 0 or null"),
+        ("charging_outside_cost", float("inf"), "`charging_outside_cost` must be finite"),
+        ("charging_outside_cost", "home", "`charging_outside_cost` must be a number or null"),
+        ("station_taste_logit", 1, "`station_taste_logit` must be true or false"),
+        ("station_taste_quasi_random", "yes", "`station_taste_quasi_random` must be true"),
     ],
 )
 def test_bad_values_name_the_setting(key, value, match):
@@ -159,3 +164,17 @@ def test_stop_settings_are_fields_and_fast_stop_settings_are_stop_settings():
         FAST_STOP_SETTINGS["ue_payoff_precision"] = 0.5  # read-only
     fast = dataclasses.replace(ScenarioSettings(), **FAST_STOP_SETTINGS)
     assert fast.ue_payoff_min_iterations == 10 and fast.ue_payoff_precision == 0.05
+
+
+@pytest.mark.parametrize(
+    "name, on",
+    [
+        ("charging_outside_cost", 30.0),
+        ("station_taste_logit", True),
+        ("station_taste_quasi_random", True),
+    ],
+)
+def test_a_market_setting_turned_on_changes_the_digest(name, on):
+    """Off, they leave the 0.2.0 digests as they were (``tests/test_pinned_payoffs.py``)."""
+    base = ScenarioSettings(charging_nodes={"A": (0.5, 2.0)})
+    assert dataclasses.replace(base, **{name: on}).digest != base.digest

@@ -190,3 +190,65 @@ def test_route_costs_add_each_platoons_taste_for_the_station(identical, tasty):
         s = station[routes[veh, slot]]
         expected = base[veh, slot] + (taste[veh, s] if s >= 0 else 0.0)
         assert with_taste[veh, slot] == pytest.approx(expected, rel=1e-12)
+
+
+# ------------------------------------------------------------------ the outside option
+@pytest.fixture(scope="module")
+def outside_tiny() -> evcs_gym.NetworkData:
+    return evcs_gym.load_scenario("tiny", warm_start=False, charging_outside_cost=30.0)
+
+
+def test_outside_routes_cost_their_travel_time_and_the_outside_cost(outside_tiny):
+    nd = outside_tiny
+    coster = RouteCoster(nd)
+    prices = np.full((nd.n_agents, nd.n_periods), 1.0)
+    ff = np.repeat(nd.links.free_flow_time[:, None], coster.n_steps, axis=1)
+    pc = coster.compute(ff, prices)
+    outside = (nd.route_charging_link[nd.group_routes[nd.veh_group]] < 0) & (
+        nd.group_routes[nd.veh_group] >= 0
+    )
+    charging = nd.veh_charging[:, None] & outside  # a charging platoon's outside routes
+    assert charging.any() and (nd.veh_charging & ~charging.any(axis=1)).sum() == 0
+    taste = station_tastes(nd)
+    expected = nd.settings.time_value_coefficient * pc.travel_time + 30.0
+    expected += taste[:, nd.n_agents][:, None]
+    np.testing.assert_allclose(pc.cost[charging], expected[charging])
+    np.testing.assert_array_equal(pc.price_cost[charging], 30.0)
+
+
+def test_outside_option_has_its_own_taste_column(outside_tiny):
+    taste = station_tastes(outside_tiny)
+    nd = outside_tiny
+    assert taste.shape == (nd.n_platoons, nd.n_agents + 1)
+    assert (taste[nd.veh_charging, -1] > 0).any() and (taste[~nd.veh_charging] == 0).all()
+
+
+def test_logit_tastes_are_the_negated_draws():
+    plain = evcs_gym.load_scenario("tiny", warm_start=False)
+    logit = evcs_gym.load_scenario("tiny", warm_start=False, station_taste_logit=True)
+    raw = station_tastes(plain)  # shifted draws: raw = g - min(g) per platoon
+    neg = station_tastes(logit)  # -g - min(-g) = max(g) - g
+    rows = plain.veh_charging
+    spread = raw[rows].max(axis=1, keepdims=True)
+    np.testing.assert_allclose(neg[rows], spread - raw[rows], atol=1e-12)
+
+
+def test_quasi_random_tastes_fill_the_gumbel_distribution_evenly():
+    nd = evcs_gym.load_scenario(
+        "tiny", warm_start=False, station_taste_quasi_random=True, station_taste_logit=True
+    )
+    pr = evcs_gym.load_scenario("tiny", warm_start=False, station_taste_logit=True)
+    scale = nd.settings.station_taste_scale
+    for tastes in (station_tastes(nd), station_tastes(pr)):
+        assert tastes.shape == (nd.n_platoons, nd.n_agents)
+    # pairwise differences of Gumbel draws are logistic of the same scale: compare the
+    # empirical CDF at a few points with the logistic's; quasi-random draws sit closer
+    x = np.array([-4.0, -1.0, 0.0, 1.0, 4.0]) * scale / 4
+    logistic = 1 / (1 + np.exp(-x / scale))
+
+    def cdf_error(tastes: np.ndarray) -> float:
+        d = tastes[nd.veh_charging, 0] - tastes[nd.veh_charging, 1]
+        return float(np.abs((d[:, None] <= x).mean(axis=0) - logistic).max())
+
+    assert cdf_error(station_tastes(nd)) < 0.02
+    assert cdf_error(station_tastes(nd)) < cdf_error(station_tastes(pr))

@@ -261,3 +261,18 @@ def test_siouxfalls_revenue_shares_are_stable_across_seeds(siouxfalls):
         shares.append([res.rewards[a] / total for a in siouxfalls.agent_names])
     spread = np.ptp(np.array(shares), axis=0)
     assert (spread < 0.03).all(), spread  # seed noise: a few per cent of revenue
+
+
+def test_the_outside_option_takes_drivers_only_when_it_is_cheaper():
+    """Charging at the network's stations costs 20 kWh × price; charging elsewhere 30."""
+    nd = evcs_gym.load_scenario("tiny", charging_outside_cost=30.0)
+    ev = evcs_gym.EVCSRewardEvaluator(nd)
+    cheap = ev.evaluate(uniform(nd, 0.5), seed=0)  # 10 < 30: everyone charges here
+    dear = ev.evaluate(uniform(nd, 2.0), seed=0)  # 40 > 30: most charge elsewhere
+    total = cheap.ue_stats["simulated_charging_vehicles"]
+    assert cheap.ue_stats["charging_vehicles_charged"] == total
+    assert dear.ue_stats["charging_vehicles_charged"] < 0.5 * total
+    for res, price in ((cheap, 0.5), (dear, 2.0)):
+        for a in nd.agent_names:
+            energy = nd.settings.charging_demand_per_vehicle
+            assert res.revenues[a] == pytest.approx(price * energy * res.flows[a].sum())
