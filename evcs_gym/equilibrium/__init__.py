@@ -10,12 +10,15 @@ over an :class:`~evcs_gym.EVCSRewardEvaluator` or a pool), never through a learn
 * :mod:`~evcs_gym.equilibrium.best_response`: best-response dynamics, the reference
   equilibrium solver (``evcs-gym solve``);
 * :mod:`~evcs_gym.equilibrium.verification`: the verification report a training run
-  ends with.
+  ends with;
+* :mod:`~evcs_gym.equilibrium.collusion`: the collusion index Δ of a profile between the
+  game's Nash and collusive references.
 """
 
 from __future__ import annotations
 
 from evcs_gym.equilibrium.best_response import BestResponseDynamics, SolverResult
+from evcs_gym.equilibrium.collusion import CollusionIndex, collusion_index
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import (
     ExploitabilityResult,
@@ -33,11 +36,13 @@ from evcs_gym.equilibrium.verification import (
 __all__ = [
     "BatchEvaluator",
     "BestResponseDynamics",
+    "CollusionIndex",
     "ExploitabilityResult",
     "SolverResult",
     "StationDeviation",
     "add_verification_arguments",
     "best_response",
+    "collusion_index",
     "exploitability",
     "format_prices",
     "verify_from_args",
