@@ -114,8 +114,10 @@ def run(args: argparse.Namespace) -> int:
     """Train, print the final prices and the verification, write the run folder; 0."""
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.recipe import learner_config, verification_plan
+    from evcs_gym.equilibrium.collusion import collusion_index
     from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
     from evcs_gym.network.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
+    from evcs_gym.scenarios.references import load_references
     from evcs_gym.wrappers import make_vector_env
 
     nd = load_scenario(args)
@@ -221,6 +223,17 @@ def run(args: argparse.Namespace) -> int:
                 f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
                 f"max relative gain {cert['max_relative_gain']:.2%}"
             )
+            references = load_references(nd)
+            summary["collusion_index"] = None  # where the game ships no references
+            if references is not None:
+                index = collusion_index(
+                    venv.pool if game is None else game,
+                    pure,
+                    references,
+                    seeds=list(certificates[-1].seeds),
+                )
+                summary["collusion_index"] = index.to_dict()
+                print(index.summary())
         paths = trainer.save_outputs(out, summary)
         plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
         print(f"run folder: {out} (plots: {plots})")

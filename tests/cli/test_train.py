@@ -21,7 +21,8 @@ from tests.cli.helpers import commands, options
 SUMMARY_KEYS = [
     "algorithm", "config", "seed", "evaluations", "iterations", "converged", "noise_resets",
     "train_seconds", "versions", "final_pure_prices", "critic_nash_conv", "final_revenue",
-    "scenario", "game", "training_payoffs", "verified_exploitability", "files",
+    "scenario", "game", "training_payoffs", "verified_exploitability", "collusion_index",
+    "files",
 ]  # fmt: skip
 """summary.json's keys, in order: the trainer's ``TrainResult``, then the command's."""
 
@@ -81,7 +82,8 @@ def test_train_skips_the_verification_on_a_zero_budget(tmp_path, capsys):
     assert "final pure prices and revenue" in text
     assert "verifying" not in text and "verified NashConv" not in text
     summary = json.loads((out / "summary.json").read_text())
-    assert list(summary) == [k for k in SUMMARY_KEYS if k != "verified_exploitability"]
+    unverified = ("verified_exploitability", "collusion_index")
+    assert list(summary) == [k for k in SUMMARY_KEYS if k not in unverified]
 
 
 @pytest.mark.timeout(300)

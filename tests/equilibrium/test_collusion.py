@@ -94,3 +94,16 @@ def test_exploit_reports_delta_beside_nashconv(referenced, capsys):
     # a game without references reports none
     assert main(["exploit", "--scenario", "tiny", "--budget-per-station", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["collusion_index"] is None
+
+
+@pytest.mark.timeout(300)
+def test_train_reports_delta_after_the_verification(referenced, tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", str(referenced), "--budget", "8", "--workers", "1"]
+    argv += ["--verify-budget", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
+    assert main(argv) == 0
+    assert "collusion index Δ = " in capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    index = summary["collusion_index"]
+    assert index["seeds"] == summary["verified_exploitability"]["seeds"] == [0, 1]
+    assert index["nash_revenue"] < index["collusive_revenue"]
