@@ -79,6 +79,23 @@ def test_bench_ue_reachability_on_tiny(load_script, capsys):
     assert "unilateral moves" in out and "slow best response" in out
 
 
+def test_market_probe_on_tiny_shows_an_interior_joint_optimum(load_script, capsys):
+    probe = load_script("benchmarks/studies", "market_probe")
+    argv = ["--scenario", "tiny", "--levels", "5", "--budget", "6", "--grid", "3"]
+    argv += ["--seeds", "1", "--workers", "1", "--set", "station_taste_scale=12"]
+    argv += ["--set", "station_taste_logit=true", "--set", "charging_outside_cost=30"]
+    figures = probe.main(argv)
+    uniform = figures["uniform"]
+    assert len(uniform) == 5 and set(figures["guesses"]) == {"floor", "mid-bounds", "ceiling"}
+    # the outside option takes drivers as prices rise, so the total peaks inside the bounds
+    charged = [row["charged"] for row in uniform.values()]
+    assert charged == sorted(charged, reverse=True) and charged[-1] < uniform[0.5]["charging"]
+    totals = [row["total"] for row in uniform.values()]
+    assert max(totals) > totals[-1]
+    assert figures["guesses"]["floor"] > 0.05  # the floor is far below the Nash markup
+    assert "best uniform profile" in capsys.readouterr().out
+
+
 def test_bench_ue_reachability_names_an_unknown_profile(load_script):
     bench = load_script("benchmarks/studies", "bench_ue_reachability")
     with pytest.raises(SystemExit):
