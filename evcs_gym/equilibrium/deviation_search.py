@@ -38,7 +38,14 @@ from scipy.optimize import differential_evolution
 
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 
-__all__ = ["OBJECTIVES", "PERIOD_STEP", "Objective", "best_response", "check_objective"]
+__all__ = [
+    "OBJECTIVES",
+    "PERIOD_STEP",
+    "Objective",
+    "best_response",
+    "check_objective",
+    "check_search",
+]
 
 Objective = Literal["own", "total"]
 """What a station's search maximises: its own reward (``"own"``: a best response, whose
@@ -135,13 +142,25 @@ def check_objective(objective: object) -> Objective:
     raise ValueError(f"`objective` must be one of {list(OBJECTIVES)}, got {objective!r}")
 
 
-def _check_period_moves(period_moves: int | None, period_step: float) -> None:
+def check_search(
+    budget: int, grid: int, period_moves: int | None, period_step: float, objective: object
+) -> Objective:
+    """Check a search's arguments (shared with the exploitability); the objective.
+
+    Raises:
+        ValueError: the first argument out of range, named with its value.
+    """
+    if budget < 1:
+        raise ValueError(f"`budget` must be >= 1, got {budget}")
+    if grid < 0:
+        raise ValueError(f"`grid` must be >= 0, got {grid}")
     if period_moves is not None and (
         isinstance(period_moves, bool) or not isinstance(period_moves, int) or period_moves < 0
     ):
         raise ValueError(f"`period_moves` must be None or an int >= 0, got {period_moves!r}")
     if not 0 < period_step <= 1:
         raise ValueError(f"`period_step` must be in (0, 1], got {period_step}")
+    return check_objective(objective)
 
 
 def best_response(
@@ -208,12 +227,7 @@ def best_response(
         >>> best >= current, n, info["candidates"], info["period_moves"]
         (True, 10, 10, 7)
     """
-    if budget < 1:
-        raise ValueError(f"`budget` must be >= 1, got {budget}")
-    if grid < 0:
-        raise ValueError(f"`grid` must be >= 0, got {grid}")
-    _check_period_moves(period_moves, period_step)
-    objective = check_objective(objective)
+    objective = check_search(budget, grid, period_moves, period_step, objective)
     nd = evaluator.network
     low, high = (float(v) for v in nd.price_bounds[nd.agent_names[agent]])
     n = nd.n_periods

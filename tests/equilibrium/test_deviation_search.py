@@ -4,6 +4,7 @@ single-period moves, the combined move, the budget as a hard cap and its priorit
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evcs_gym.equilibrium.deviation_search import best_response
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
@@ -74,3 +75,32 @@ def test_budget_is_a_hard_cap_and_sets_the_priority(tiny):
     # the profile on seed 0, at most 4 more candidates per station's search, then on seed 1
     # the profile and the 2 deviations
     assert res.evaluations <= 1 + 2 * 4 + 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"objective": "joint"}, r"`objective` must be one of \['own', 'total'\], got 'joint'"),
+        ({"budget": 0}, "`budget` must be >= 1, got 0"),
+        ({"grid": -1}, "`grid` must be >= 0, got -1"),
+    ],
+)
+def test_bad_search_arguments_name_the_argument(kwargs, match):
+    from evcs_gym.equilibrium.deviation_search import check_search
+
+    args = {"budget": 4, "grid": 3, "period_moves": 2, "period_step": 0.1, "objective": "own"}
+    with pytest.raises(ValueError, match=match):
+        check_search(**{**args, **kwargs})
+
+
+def test_the_total_objective_scores_the_sum_of_the_rewards(tiny):
+    be = BatchEvaluator(tiny)
+    profile = be.network_prices(1.25)
+    rng = np.random.default_rng(0)
+    _, own_best, own_now, _ = best_response(be, profile, 0, seed=0, budget=4, grid=2, rng=rng)
+    _, tot_best, tot_now, _ = best_response(
+        be, profile, 0, seed=0, budget=4, grid=2, rng=np.random.default_rng(0), objective="total"
+    )
+    rewards = be.rewards([profile], 0)[0]
+    assert own_now == rewards[0] and tot_now == pytest.approx(rewards.sum())
+    assert own_best >= own_now and tot_best >= tot_now
