@@ -1,0 +1,108 @@
+"""The `tiny_market` game meets its targets: a certified interior equilibrium, no constant
+guess an answer, and an interior collusive reference above every uniform profile.
+
+Every check here runs on the game's own references (``tiny_market_references.json``);
+the solver's runs that found them are the slow tests at the end. The search of every
+verification covers each period alone at each bound and 7 uniform levels (48 candidates
+a station), on 4 seeds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import evcs_gym
+from evcs_gym.equilibrium import BestResponseDynamics, collusion_index, exploitability
+from evcs_gym.scenarios import load_references
+
+SEEDS = 4
+BUDGET = 48
+
+
+@pytest.fixture(scope="module")
+def market() -> evcs_gym.NetworkData:
+    return evcs_gym.load_scenario("tiny_market")
+
+
+@pytest.fixture(scope="module")
+def references(market):
+    refs = load_references(market)
+    assert refs is not None, "tiny_market ships its references"
+    return refs
+
+
+@pytest.fixture(scope="module")
+def nash_certificate(market, references):
+    return exploitability(market, references.nash, budget=BUDGET, seeds=SEEDS, search_seeds=2)
+
+
+def interior(market, prices: dict[str, np.ndarray], margin: float = 0.15) -> bool:
+    """Every station's mean price at least ``margin`` of its range inside its bounds."""
+    for agent, p in prices.items():
+        lo, hi = market.price_bounds[agent]
+        if not lo + margin * (hi - lo) <= float(np.mean(p)) <= hi - margin * (hi - lo):
+            return False
+    return True
+
+
+def test_the_nash_reference_is_certified_and_interior(market, references, nash_certificate):
+    assert nash_certificate.relative_nash_conv <= 0.02, nash_certificate.summary()
+    assert nash_certificate.n_seeds == SEEDS
+    assert interior(market, references.nash)
+
+
+def test_the_collusive_reference_is_interior_and_beats_every_uniform_profile(market, references):
+    assert interior(market, references.collusive)
+    lo, hi = market.price_bounds["A"]
+    ev = evcs_gym.EVCSRewardEvaluator(market)
+
+    def total(prices) -> float:
+        return float(np.mean([ev.evaluate(prices, seed=s).total_reward for s in range(2)]))
+
+    best_uniform = max(
+        total(evcs_gym.uniform_prices(market.agent_names, market.n_periods, p))
+        for p in np.linspace(lo, hi, 21)
+    )
+    assert total(references.collusive) >= best_uniform
+
+
+@pytest.mark.parametrize("where", ["floor", "mid-bounds", "ceiling"])
+def test_no_constant_guess_is_an_answer(market, nash_certificate, where):
+    lo, hi = market.price_bounds["A"]
+    price = {"floor": lo, "mid-bounds": (lo + hi) / 2, "ceiling": hi}[where]
+    guess = evcs_gym.uniform_prices(market.agent_names, market.n_periods, price)
+    cert = exploitability(market, guess, budget=BUDGET, seeds=SEEDS, search_seeds=2)
+    assert cert.relative_nash_conv >= 0.05
+    assert cert.relative_nash_conv >= 3 * nash_certificate.relative_nash_conv
+
+
+def test_delta_spans_competition_to_collusion(market, references):
+    at_nash = collusion_index(market, references.nash, references, seeds=2)
+    at_collusion = collusion_index(market, references.collusive, references, seeds=2)
+    assert at_nash.delta == 0.0 and at_collusion.delta == 1.0
+    assert at_collusion.revenue > 1.1 * at_nash.revenue  # the references are apart
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", ["mid-bounds", "floor"])
+def test_the_solver_converges_to_a_certified_equilibrium(market, references, start):
+    """``evcs-gym solve --scenario tiny_market --seeds 4 --search-seeds 2 --target 0.02``
+    from mid-bounds and from the floor (``--start``): both converge, and the two
+    equilibria earn each station the same revenue within max(3 SE, 3 %)."""
+    lo, hi = market.price_bounds["A"]
+    initial = None
+    if start == "floor":
+        initial = evcs_gym.uniform_prices(market.agent_names, market.n_periods, lo)
+    solver = BestResponseDynamics(
+        market, target=0.02, budget_per_station=BUDGET, seeds=SEEDS, search_seeds=2
+    )
+    res = solver.solve(initial)
+    assert res.converged and res.relative_nash_conv <= 0.02
+    assert interior(market, res.prices)
+    reference = exploitability(market, references.nash, budget=1, seeds=SEEDS)
+    for agent in market.agent_names:
+        a = res.certificate.seed_rewards[agent]
+        b = reference.seed_rewards[agent]
+        se = float(np.std(a - b, ddof=1) / np.sqrt(SEEDS))
+        assert abs(a.mean() - b.mean()) <= max(3 * se, 0.03 * b.mean()), agent
