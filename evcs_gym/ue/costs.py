@@ -122,8 +122,8 @@ class RouteCoster:
         self.pair_station = np.where(charge_link >= 0, nd.links.station[charge_link], -1)
         self.pair_departure = nd.veh_departure[self.pair_veh]
         self.outside_cost = s.charging_outside_cost
+        # a charging platoon on a route through no station: the outside option
         self.pair_outside = (self.pair_station < 0) & nd.veh_charging[self.pair_veh]
-        """Pairs of a charging platoon and a route through no station: the outside option."""
         self.pair_taste = None
         if s.station_taste_scale > 0:
             column = np.where(self.pair_outside, nd.n_agents, np.maximum(self.pair_station, 0))
