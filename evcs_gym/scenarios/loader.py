@@ -3,9 +3,12 @@
 A scenario folder ``<name>/`` holds ``<name>_nodes.csv`` (``name,x,y``),
 ``<name>_links.csv`` (``name,start,end,length,u,kappa,merge_priority``),
 ``<name>_demand.csv`` (``orig,dest,start_t,end_t,q``) and ``<name>_settings.json``.
-Bundled scenarios are found by name (:func:`available_scenarios`); any other folder of
-that layout loads by path. Invalid input raises :class:`~evcs_gym.errors.ScenarioError`
-naming the file, the row or key and the value.
+A game on another scenario's network holds only its settings file, whose top-level
+``"network_from"`` names the sibling folder that holds the three CSV files (the
+``siouxfalls_market`` game reads ``siouxfalls/``). Bundled scenarios are found by name
+(:func:`available_scenarios`); any other folder of that layout loads by path. Invalid
+input raises :class:`~evcs_gym.errors.ScenarioError` naming the file, the row or key and
+the value.
 """
 
 from __future__ import annotations
@@ -122,12 +125,10 @@ def load_scenario(
         (2, 4)
     """
     folder = scenario_folder(name_or_folder)
-    name = folder.name
-    files = {kind: folder / f"{name}_{kind}" for kind in ("nodes.csv", "links.csv", "demand.csv")}
-    files["settings"] = folder / f"{name}_settings.json"
+    files = _scenario_files(folder)
     for path in files.values():
         if not path.is_file():
-            raise ScenarioError(f"scenario {name!r}: missing file {path}")
+            raise ScenarioError(f"scenario {folder.name!r}: missing file {path}")
     stamp = tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in files.values())
     key = (stamp, warm_start, cache, json.dumps(to_jsonable(overrides), sort_keys=True))
     with _CACHE_LOCK:
@@ -140,6 +141,41 @@ def load_scenario(
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return nd
+
+
+NETWORK_FROM = "network_from"
+"""Settings-file key naming the sibling scenario folder whose network files a game reads."""
+
+
+def _scenario_files(folder: Path) -> dict[str, Path]:
+    """The four files of a scenario folder: its settings, and the network's three CSVs
+    (its own, or those of the folder that its settings' ``network_from`` names)."""
+    settings = folder / f"{folder.name}_settings.json"
+    if not settings.is_file():
+        raise ScenarioError(f"scenario {folder.name!r}: missing file {settings}")
+    network = folder
+    source = _raw_settings(settings).get(NETWORK_FROM)
+    if source is not None:
+        if not isinstance(source, str) or not (folder.parent / source).is_dir():
+            raise ScenarioError(
+                f"{settings.name}: `{NETWORK_FROM}` must name a sibling scenario folder, "
+                f"got {source!r}"
+            )
+        network = folder.parent / source
+    kinds = ("nodes.csv", "links.csv", "demand.csv")
+    files = {kind: network / f"{network.name}_{kind}" for kind in kinds}
+    files["settings"] = settings
+    return files
+
+
+def _raw_settings(path: Path) -> dict[str, Any]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ScenarioError(f"{path.name}: invalid JSON: {e}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"{path.name}: top level must be an object, got {type(raw).__name__}")
+    return raw
 
 
 def _read_csv(path: Path, columns: tuple[str, ...]) -> list[dict[str, str]]:
@@ -169,12 +205,8 @@ def _number(path: Path, row_no: int, row: dict[str, str], column: str) -> float:
 
 
 def _load_settings(path: Path, overrides: dict[str, Any]) -> ScenarioSettings:
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise ScenarioError(f"{path.name}: invalid JSON: {e}") from None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{path.name}: top level must be an object, got {type(raw).__name__}")
+    raw = _raw_settings(path)
+    raw.pop(NETWORK_FROM, None)
     ScenarioSettings.from_mapping(raw, source=path.name)  # file alone must be valid
     merged = {**raw, **overrides}
     return ScenarioSettings.from_mapping(merged, source=f"{path.name} (+ overrides)")

@@ -26,7 +26,7 @@ from typing import Any
 
 from evcs_gym.errors import ScenarioError
 from evcs_gym.network.settings import ScenarioSettings
-from evcs_gym.scenarios.loader import scenario_folder
+from evcs_gym.scenarios.loader import NETWORK_FROM, scenario_folder
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["scenario_settings", "setting_docs", "setting_names", "settings_table"]
@@ -88,6 +88,7 @@ def scenario_settings(
         raise ScenarioError(f"{path.name}: cannot read: {e}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path.name}: top level must be an object")
+    raw.pop(NETWORK_FROM, None)
     return ScenarioSettings.from_mapping({**raw, **overrides}, source=path.name)
 
 

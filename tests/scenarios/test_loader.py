@@ -11,6 +11,7 @@ import pytest
 
 import evcs_gym
 from evcs_gym.errors import ScenarioError
+from evcs_gym.scenarios import scenario_settings
 from evcs_gym.scenarios.loader import scenario_folder
 from evcs_gym.ue.simulation import WorldBuilder
 
@@ -37,6 +38,22 @@ def test_siouxfalls_matches_the_published_network(siouxfalls):
             assert got == {k: tuple(v) for k, v in value.items()}
         else:
             assert got == value, key
+
+
+def test_a_game_on_another_scenarios_network_reads_its_files(tmp_path):
+    market = evcs_gym.load_scenario("siouxfalls_market", warm_start=False)
+    plain = evcs_gym.load_scenario("siouxfalls", warm_start=False)
+    assert (market.n_nodes, market.n_links) == (plain.n_nodes, plain.n_links)
+    assert market.n_routes > plain.n_routes  # the outside option's routes
+    assert market.source.endswith("siouxfalls_market")  # its references live there
+    assert market.settings.charging_outside_cost == 40
+    assert scenario_settings("siouxfalls_market").station_taste_scale == 30  # key popped
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    raw = {**_bundled_settings("tiny"), "network_from": "nowhere"}
+    (folder / "broken_settings.json").write_text(json.dumps(raw))
+    with pytest.raises(ScenarioError, match="`network_from` must name a sibling .*'nowhere'"):
+        evcs_gym.load_scenario(folder)
 
 
 def _bundled_settings(name: str) -> dict:
