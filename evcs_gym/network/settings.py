@@ -229,6 +229,13 @@ class ScenarioSettings:
     anything, and with ``station_taste_scale`` > 0 carries a taste draw of its own, so
     shares follow a logit model with an outside good. ``None`` (the default, and every
     0.2.0 game's): no outside option, every charging driver charges on the network."""
+    charging_chargers: float | None = None
+    """Chargers at each station: vehicles that charge at once. The charging link then
+    discharges at most ``chargers / charging time`` vehicles per s (UXsim's
+    ``capacity_out``; the charging time is the link's free-flow time), so arrivals above
+    that rate queue on it, and the queue's wait is part of every charging route's cost
+    in the UE. ``None`` (the default, and every 0.2.0 game's): the link's
+    fundamental-diagram capacity, far above any station's arrivals (no queues)."""
     warm_start_price: float | None = None
     """Uniform reference price whose equilibrium, computed once when the scenario loads,
     is every evaluation's starting assignment. ``None``: the middle of the common
@@ -392,6 +399,11 @@ class ScenarioSettings:
             raise ScenarioError(
                 f"{source}: `charging_outside_cost` must be >= 0 or null, got {outside!r}"
             )
+        chargers = self.charging_chargers
+        if chargers is not None and not (math.isfinite(chargers) and chargers > 0):
+            raise ScenarioError(
+                f"{source}: `charging_chargers` must be > 0 or null, got {chargers!r}"
+            )
         if not self.charging_nodes:
             raise ScenarioError(f"{source}: `charging_nodes` must name at least one station")
         for node, (low, high) in self.charging_nodes.items():
@@ -468,6 +480,7 @@ _ADDED_SINCE_0_2_0: dict[str, Any] = {
     "station_taste_logit": False,
     "station_taste_quasi_random": False,
     "charging_outside_cost": None,
+    "charging_chargers": None,
 }
 """Settings added after 0.2.0, each with the value that turns it off (the 0.2.0 game)."""
 
@@ -549,7 +562,7 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
         if not isinstance(value, str):
             raise ScenarioError(f"{where} must be a string, got {value!r}")
         return value
-    if name in ("warm_start_price", "charging_outside_cost"):
+    if name in ("warm_start_price", "charging_outside_cost", "charging_chargers"):
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):

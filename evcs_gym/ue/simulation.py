@@ -22,7 +22,7 @@ import numpy as np
 import uxsim
 from uxsim import uxsim_cpp, uxsim_cpp_wrapper
 
-from evcs_gym.network import NetworkData
+from evcs_gym.network import LINK_CHARGING, NetworkData
 
 __all__ = ["SimulationOutput", "WorldBuilder"]
 
@@ -55,6 +55,27 @@ class SimulationOutput:
     network_entry: np.ndarray
     """(n_platoons,) time (s) each platoon entered its first link, after waiting in its
     origin node's queue; NaN if it never entered. Route costs start from it."""
+
+
+def link_capacity_out(network: NetworkData) -> np.ndarray:
+    """Outflow capacity of every link in veh/s; -1 means the fundamental diagram's.
+
+    With ``charging_chargers`` set, a charging link discharges ``chargers / charging
+    time`` vehicles per s at most, the charging time being its free-flow time.
+
+    Example:
+        >>> import evcs_gym
+        >>> nd = evcs_gym.load_scenario("tiny", warm_start=False, charging_chargers=30)
+        >>> sorted(set(link_capacity_out(nd).round(3).tolist()))
+        [-1.0, 0.1]
+    """
+    links = network.links
+    capacity = np.full(len(links), -1.0)
+    chargers = network.settings.charging_chargers
+    if chargers is not None:
+        charging = links.kind == LINK_CHARGING
+        capacity[charging] = chargers / links.free_flow_time[charging]
+    return capacity
 
 
 def _fit(values: np.ndarray, n: int) -> np.ndarray:
@@ -119,6 +140,7 @@ class WorldBuilder:
             for name, (x, y) in zip(names, network.node_xy.tolist())
         ]
         lk = network.links
+        capacity_out = link_capacity_out(network)
         self._link_args = [
             (
                 name,
@@ -129,7 +151,7 @@ class WorldBuilder:
                 float(lk.length[i]),
                 int(lk.number_of_lanes[i]),
                 float(lk.merge_priority[i]),
-                -1.0,  # capacity_out: from the fundamental diagram
+                float(capacity_out[i]),  # -1: from the fundamental diagram
                 -1.0,  # capacity_in
                 [0],  # signal group
             )
@@ -240,6 +262,7 @@ class WorldBuilder:
         for name, (x, y) in zip(nd.node_names, nd.node_xy.tolist()):
             W.addNode(name, x, y)
         lk = nd.links
+        capacity_out = link_capacity_out(nd)
         for i, name in enumerate(lk.names):
             W.addLink(
                 name,
@@ -250,6 +273,7 @@ class WorldBuilder:
                 jam_density_per_lane=float(lk.jam_density[i]),
                 number_of_lanes=int(lk.number_of_lanes[i]),
                 merge_priority=float(lk.merge_priority[i]),
+                capacity_out=None if capacity_out[i] < 0 else float(capacity_out[i]),
             )
         self._add_platoons(W._cpp_world, route_choice)
         return W

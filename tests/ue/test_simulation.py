@@ -70,10 +70,21 @@ _LINK_PARAMETERS = (
 )  # fmt: skip
 
 
-@pytest.mark.parametrize("name", ["tiny", pytest.param("siouxfalls", marks=pytest.mark.siouxfalls)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tiny",
+        "tiny_with_chargers",
+        pytest.param("siouxfalls", marks=pytest.mark.siouxfalls),
+    ],
+)
 def test_build_simulates_bit_for_bit_like_uxsims_own_world(name, request):
-    """The wrapper-free World has UXsim's parameters and gives the same simulation."""
-    nd = request.getfixturevalue(name)
+    """The wrapper-free World has UXsim's parameters and gives the same simulation
+    (with ``charging_chargers``, the charging links' ``capacity_out`` too)."""
+    if name == "tiny_with_chargers":
+        nd = evcs_gym.load_scenario("tiny", warm_start=False, charging_chargers=10)
+    else:
+        nd = request.getfixturevalue(name)
     builder = WorldBuilder(nd)
     rng = np.random.default_rng(0)
     n_routes = (nd.group_routes[nd.veh_group] >= 0).sum(axis=1)
@@ -94,6 +105,24 @@ def test_build_simulates_bit_for_bit_like_uxsims_own_world(name, request):
             assert np.array_equal(
                 getattr(ours, field.name), getattr(theirs, field.name), equal_nan=True
             ), field.name
+
+
+def test_chargers_make_arrivals_queue_at_a_busy_station(tiny):
+    """Ten chargers and a 300 s charge discharge 1 vehicle per 30 s: with every charging
+    platoon on its first route the charging links hold a queue, so charging takes longer
+    than the free-flow 300 s, and the more so the fewer the chargers."""
+    routes = tiny.initial_route_choice
+    free = WorldBuilder(tiny).run(routes, seed=0)
+    charging = np.flatnonzero(tiny.links.kind == 1)
+    charge_time = tiny.links.free_flow_time[charging]
+    longest = {}
+    for chargers in (20, 5):
+        nd = evcs_gym.load_scenario("tiny", warm_start=False, charging_chargers=chargers)
+        out = WorldBuilder(nd).run(routes, seed=0)
+        longest[chargers] = np.nanmax(out.traveltime[charging], axis=1)
+    assert np.allclose(np.nanmax(free.traveltime[charging], axis=1), charge_time, rtol=0.05)
+    assert (longest[5] > 2 * charge_time).any()
+    assert (longest[5] >= longest[20]).all()
 
 
 # ------------------------------------------------------------ runs of the World
