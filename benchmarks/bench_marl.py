@@ -85,6 +85,7 @@ from marl.runners import (  # noqa: E402
     LIBRARIES,
     run_cell,
     supports,
+    supports_algorithm,
 )
 from marl.runners.common import REPO, game_of  # noqa: E402
 from marl.tasks import TASKS, Task, resolve_tasks  # noqa: E402
@@ -195,6 +196,8 @@ def plan(args: argparse.Namespace) -> tuple[list[Cell], list[str]]:
                 continue
             for algo in LIBRARIES[lib]:
                 if args.algorithms and not {algo, f"{lib}-{algo}"} & set(args.algorithms):
+                    continue
+                if supports_algorithm(lib, algo, task) is not None:
                     continue
                 learns = lib not in DETERMINISTIC_LIBRARIES
                 seeds = args.seeds if learns else args.seeds[:1]

@@ -177,7 +177,7 @@ def test_reference_rows_are_verified_like_a_learner_and_run_at_one_seed(bench):
     assert lower["library"] == "reference" and lower["env_steps"] == 0
     assert lower["prices"] == {"A": [0.5] * 4, "B": [0.5] * 4}  # tiny's lower bounds
     assert lower["verify_evaluations"] > 0 and lower["relative_nash_conv"] >= 0
-    with pytest.raises(ValueError, match="reference does not run tiny_repeated"):
+    with pytest.raises(ValueError, match="reference-mid does not run tiny_repeated"):
         run_cell("reference", "mid", TASKS["tiny_repeated"], 0, 600)
     cells, skipped = bench.plan(
         bench.parse_args(
@@ -217,6 +217,28 @@ def test_reference_rows_are_verified_like_a_learner_and_run_at_one_seed(bench):
     assert sorted(f"{c.library}-{c.algorithm}" for c in cells) == [
         "agilerl-maddpg", "benchmarl-maddpg", "benchmarl-mappo", "ours-maddpg", "reference-lower"
     ]  # fmt: skip
+
+
+def test_market_cells_report_the_collusion_index_beside_nash_conv(bench):
+    nash = run_cell("reference", "nash", TASKS["tiny_market"], 0, 600, smoke=True)
+    collusive = run_cell("reference", "collusive", TASKS["tiny_market"], 0, 600, smoke=True)
+    assert nash["collusion_index"]["delta"] == 0.0  # the references themselves: 0 and 1
+    assert collusive["collusion_index"]["delta"] == pytest.approx(1.0)
+    assert nash["total_revenue"] < collusive["total_revenue"]
+    with pytest.raises(ValueError, match="reference-nash does not run tiny: tiny ships no"):
+        run_cell("reference", "nash", TASKS["tiny"], 0, 600, smoke=True)
+    cells, _ = bench.plan(
+        bench.parse_args(["--tasks", "tiny", "tiny_market", "--libraries", "reference"])
+    )
+    rows = {(c.task.name, c.algorithm) for c in cells}
+    assert rows == {("tiny", a) for a in ("solve", "lower", "mid")} | {
+        ("tiny_market", a) for a in ("nash", "collusive", "lower", "mid", "upper")
+    }
+    table = report.markdown_tables(report.summarize([nash, collusive]), {})
+    assert "| Δ |" in table and "| reference-collusive |" in table
+    assert re.search(r"\| reference-nash \| [^|]+ \| [^|]+ \| 0\.00 \|", table)
+    untouched = report.markdown_tables(report.summarize([{**nash, "collusion_index": None}]), {})
+    assert "Δ" not in untouched  # a game without references: the 0.2.0 table
 
 
 def test_report_interval_is_seeded_and_brackets_the_mean():

@@ -52,6 +52,12 @@ def cell_score(cell: Mapping[str, Any]) -> float:
     return float(np.mean(cell["return"]))
 
 
+def cell_delta(cell: Mapping[str, Any]) -> float:
+    """The collusion index Δ of an EVCS cell (NaN where its game ships no references)."""
+    index = cell.get("collusion_index")
+    return math.nan if index is None else float(index["delta"])
+
+
 def load_cells(folder: str | Path) -> list[dict[str, Any]]:
     """Every ``*.json`` cell record under ``folder`` (sorted by file name)."""
     return [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*.json"))]
@@ -151,6 +157,10 @@ def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[
             ses = [c.get("relative_nash_conv_se") for c in group]
             ses = [s for s in ses if s is not None]
             row["mean_se"] = float(np.mean(ses)) if ses else math.nan
+            deltas = [cell_delta(c) for c in group]
+            if not any(math.isnan(d) for d in deltas):  # a game with references
+                row["delta"] = float(np.mean(deltas))
+                row["delta_ci"] = mean_interval(np.array(deltas))
         out[key] = row
     return out
 
@@ -198,6 +208,7 @@ CSV_FIELDS = (
     "score",
     "relative_nash_conv_se",
     "total_revenue",
+    "delta",
     "verify_evaluations",
     "wall_s",
     "curve",
@@ -211,7 +222,15 @@ def write_csv(cells: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
         writer.writeheader()
         for cell in cells:
-            writer.writerow({**cell, "score": cell_score(cell), "curve": bool(cell.get("curve"))})
+            delta = cell_delta(cell) if cell.get("env") == "evcs" else math.nan
+            writer.writerow(
+                {
+                    **cell,
+                    "score": cell_score(cell),
+                    "delta": "" if math.isnan(delta) else delta,
+                    "curve": bool(cell.get("curve")),
+                }
+            )
     return path
 
 
@@ -222,6 +241,13 @@ def _fmt(row: Mapping[str, Any]) -> str:
     unit = "%" if pct else ""
     interval = "" if math.isnan(row["ci_low"]) else f" [{f(row['ci_low'])}, {f(row['ci_high'])}]"
     return f"{f(row['mean'])}{unit}{interval} ({row['n']})"
+
+
+def _fmt_delta(row: Mapping[str, Any]) -> str:
+    """``Δ [low, high]`` of a market task's row."""
+    low, high = row["delta_ci"]
+    interval = "" if math.isnan(low) else f" [{low:.2f}, {high:.2f}]"
+    return f"{row['delta']:.2f}{interval}"
 
 
 def _minutes(seconds: float) -> str:
@@ -251,20 +277,26 @@ def markdown_tables(
     lines = []
     rows = [r for r in summary.values() if r["env"] == "evcs"]
     for task in dict.fromkeys(r["task"] for r in rows):
+        task_rows = [r for r in rows if r["task"] == task]
+        market = all("delta" in r for r in task_rows)  # the game ships references
         lines.append(
             f"{task} ({budgets.get(task, '')}): verified NashConv, % of total revenue "
-            "(lower is better); mean over seeds [95 % interval] (seeds)\n"
+            "(lower is better)"
+            + (", and the collusion index Δ (0: Nash, 1: collusive)" if market else "")
+            + "; mean over seeds [95 % interval] (seeds)\n"
         )
         lines.append(
-            "| algorithm | NashConv | verification SE | evaluations (training + "
-            "verification) | wall time per cell |"
+            "| algorithm | NashConv | verification SE | "
+            + ("Δ | " if market else "")
+            + "evaluations (training + verification) | wall time per cell |"
         )
-        lines.append("|---|---|---|---|---|")
-        for r in sorted((r for r in rows if r["task"] == task), key=lambda r: r["mean"]):
+        lines.append("|---|---|---|---|---|" + ("---|" if market else ""))
+        for r in sorted(task_rows, key=lambda r: r["mean"]):
             se = "—" if math.isnan(r.get("mean_se", math.nan)) else f"± {r['mean_se']:.1%}"
             verify = r.get("verify_evaluations", math.nan)
             evals = f"{r['env_steps']:.0f}" + ("" if math.isnan(verify) else f" + {verify:.0f}")
-            lines.append(f"| {r['algorithm']} | {_fmt(r)} | {se} | {evals} | {_wall(r)} |")
+            delta = f" {_fmt_delta(r)} |" if market else ""
+            lines.append(f"| {r['algorithm']} | {_fmt(r)} | {se} |{delta} {evals} | {_wall(r)} |")
         lines.append("")
     rows = [r for r in summary.values() if r["env"] != "evcs"]
     if rows:

@@ -52,6 +52,16 @@ class Task:
         return self.env == "evcs"
 
     @property
+    def is_market(self) -> bool:
+        """A pricing game that ships Nash and collusive references (its cells report Δ)."""
+        if not self.is_evcs:
+            return False
+        from evcs_gym.scenarios import scenario_folder
+
+        folder = scenario_folder(self.config["scenario"])
+        return (folder / f"{folder.name}_references.json").is_file()
+
+    @property
     def rounds(self) -> int | None:
         return self.config.get("rounds") if self.is_evcs else None
 
@@ -85,6 +95,10 @@ TASKS: dict[str, Task] = {
             8,
             {"scenario": "siouxfalls", "rounds": 10},
             10,
+        ),
+        Task("tiny_market", "evcs", 600, 24, {"scenario": "tiny_market", "rounds": None}),
+        Task(
+            "siouxfalls_market", "evcs", 200, 8, {"scenario": "siouxfalls_market", "rounds": None}
         ),
         Task("simple_spread", "mpe2", 30_000, 400, {"N": 3, "max_cycles": 25}, 25),
         Task("navigation", "vmas", 30_000, 400, dict(VMAS_NAVIGATION), 100),

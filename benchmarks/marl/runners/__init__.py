@@ -30,6 +30,7 @@ __all__ = [
     "RUNNER_MODULES",
     "run_cell",
     "supports",
+    "supports_algorithm",
 ]
 
 LIBRARIES: dict[str, tuple[str, ...]] = {
@@ -37,7 +38,7 @@ LIBRARIES: dict[str, tuple[str, ...]] = {
     "benchmarl": ("maddpg", "iddpg", "masac", "mappo"),
     "agilerl": ("maddpg", "matd3"),
     "rllib": ("ppo",),
-    "reference": ("solve", "lower", "mid"),
+    "reference": ("solve", "nash", "collusive", "lower", "mid", "upper"),
 }
 """Algorithms of each library in the grid."""
 
@@ -62,6 +63,23 @@ UNSUPPORTED: dict[tuple[str, str], str] = {
 """(library, task) pairs the grid skips, with the reason (printed in the report)."""
 
 
+MARKET_ONLY_REFERENCES = ("nash", "collusive", "upper")
+"""Reference rows of the market games only (the shipped references, and the ceiling)."""
+NON_MARKET_REFERENCES = ("solve",)
+"""Reference rows of the 0.2.0 games only (the market games ship their Nash reference)."""
+
+
+def supports_algorithm(library: str, algorithm: str, task: Task) -> str | None:
+    """None if the grid runs ``library``'s ``algorithm`` on ``task``, else why not."""
+    if (reason := supports(library, task)) is not None or library != "reference":
+        return reason
+    if algorithm in MARKET_ONLY_REFERENCES and not task.is_market:
+        return f"{task.name} ships no references (a market game's row)"
+    if algorithm in NON_MARKET_REFERENCES and task.is_market:
+        return f"{task.name} ships its Nash reference (the row `nash`)"
+    return None
+
+
 def supports(library: str, task: Task) -> str | None:
     """None if ``library`` runs ``task`` in the grid, else the reason it does not."""
     if library == "reference" and (not task.is_evcs or task.rounds is not None):
@@ -82,8 +100,8 @@ def run_cell(
         raise ValueError(
             f"library {library!r} has no algorithm {algorithm!r}; it has {LIBRARIES[library]}"
         )
-    if (reason := supports(library, task)) is not None:
-        raise ValueError(f"{library} does not run {task.name}: {reason}")
+    if (reason := supports_algorithm(library, algorithm, task)) is not None:
+        raise ValueError(f"{library}-{algorithm} does not run {task.name}: {reason}")
     if budget < 1:
         raise ValueError(f"`budget` must be >= 1, got {budget}")
     module = importlib.import_module(RUNNER_MODULES[library])

@@ -89,17 +89,38 @@ def verify_options(scenario: str, smoke: bool) -> dict[str, int]:
     return dict(VERIFY.get(scenario, VERIFY["tiny"]))
 
 
-def evcs_score(certificate: Mapping[str, Any]) -> dict[str, Any]:
-    """The metrics of an EVCS cell from ``ExploitabilityResult.to_dict()``."""
+def evcs_score(certificate: Mapping[str, Any], scenario: str | None = None) -> dict[str, Any]:
+    """The metrics of an EVCS cell from ``ExploitabilityResult.to_dict()``.
+
+    With ``scenario`` a game that ships references (the market games), the cell also
+    gets the collusion index Δ of its prices, evaluated on the certificate's seeds
+    (``collusion_index``: a dict with ``delta`` and ``delta_se``); else it is None.
+    """
     total = float(sum(certificate["rewards"].values()))
+    prices = {a: list(map(float, v)) for a, v in certificate["prices"].items()}
     return {
         "relative_nash_conv": float(certificate["relative_nash_conv"]),
         "relative_nash_conv_se": certificate["relative_nash_conv_se"],
         "total_revenue": total,
         "verify_evaluations": int(certificate["evaluations"]),
-        "prices": {a: list(map(float, v)) for a, v in certificate["prices"].items()},
+        "prices": prices,
         "gains": {a: d["relative_gain"] for a, d in certificate["deviations"].items()},
+        "collusion_index": _collusion(scenario, prices, certificate.get("seeds")),
     }
+
+
+def _collusion(scenario: str | None, prices: Mapping[str, Any], seeds: Any) -> Any:
+    if scenario is None:
+        return None
+    import evcs_gym
+    from evcs_gym.equilibrium.collusion import collusion_index
+    from evcs_gym.scenarios import load_references
+
+    nd = evcs_gym.load_scenario(scenario)
+    references = load_references(nd)
+    if references is None:
+        return None
+    return collusion_index(nd, prices, references, seeds=list(seeds or [0])).to_dict()
 
 
 @dataclass
@@ -143,7 +164,7 @@ def run_example(
     out = load_example(example).main(argv)
     return Trained(
         env_steps=out["evaluations"],
-        score=evcs_score(out["certificate"].to_dict()),
+        score=evcs_score(out["certificate"].to_dict(), task.config["scenario"]),
         settings={"command": f"python examples/{example}.py " + " ".join(argv)},
     )
 

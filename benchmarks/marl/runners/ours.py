@@ -60,7 +60,7 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
         summary = json.loads((Path(out) / "summary.json").read_text())
     return Trained(
         env_steps=summary["evaluations"],
-        score=evcs_score(summary["verified_exploitability"]),
+        score=evcs_score(summary["verified_exploitability"], task.config["scenario"]),
         settings={"command": "evcs-gym " + " ".join(argv[:-3])},
     )
 

@@ -1,4 +1,5 @@
-"""Reference rows that need no learning: the solver's equilibrium and two fixed profiles.
+"""Reference rows that need no learning: the solver's equilibrium, the shipped
+references and the fixed profiles.
 
 They make the learners' NashConv readable: a learner that ends near the solver's
 figure found an equilibrium as good as the reference solver's; one near the fixed
@@ -8,8 +9,11 @@ profiles' figures learned little beyond them.
   verified). On a scenario with a stored equilibrium in ``benchmarks/inputs/`` the
   solver starts there, with the settings of that file's own run (its log in
   ``benchmarks/results/solve_<scenario>.txt``); elsewhere it runs at its defaults.
+* ``nash``, ``collusive``: the game's shipped references (the market games:
+  :func:`evcs_gym.scenarios.load_references`).
 * ``lower``: every station at its lower price bound in every period.
 * ``mid``: every station at the middle of its bounds (the learners' untrained centre).
+* ``upper``: every station at its upper bound (on the market games, the ceiling).
 
 Every row is verified exactly like a learner's cell (:func:`marl.runners.common.verify_options`),
 so its figure is comparable with theirs. The rows do not depend on the cell's seed
@@ -54,10 +58,19 @@ def reference_prices(algorithm: str, scenario: str, seed: int) -> tuple[dict, in
             record = json.loads(out.read_text())
         command = "evcs-gym " + " ".join(argv[:-2]).replace(str(REPO) + "/", "")
         return record["prices"], int(record["evaluations"]), command
-    where = {"lower": 0.0, "mid": 0.5}
-    if algorithm not in where:
-        raise ValueError(f"unknown reference row {algorithm!r}; known: solve, lower, mid")
     nd = evcs_gym.load_scenario(scenario, warm_start=False)
+    if algorithm in ("nash", "collusive"):
+        from evcs_gym.scenarios import load_references
+
+        references = load_references(nd)
+        if references is None:
+            raise ValueError(f"reference row {algorithm!r}: {scenario!r} ships no references")
+        return getattr(references, algorithm), 0, f"the {algorithm} reference of {scenario}"
+    where = {"lower": 0.0, "mid": 0.5, "upper": 1.0}
+    if algorithm not in where:
+        raise ValueError(
+            f"unknown reference row {algorithm!r}; known: solve, nash, collusive, lower, mid, upper"
+        )
     prices = {
         a: np.full(nd.n_periods, lo + where[algorithm] * (hi - lo))
         for a, (lo, hi) in nd.price_bounds.items()
@@ -84,7 +97,7 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
     )
     return Trained(
         env_steps=evaluations,
-        score=evcs_score(cert.to_dict()),
+        score=evcs_score(cert.to_dict(), scenario),
         settings={"command": command, "verify": verify},
     )
 
