@@ -1,10 +1,12 @@
-"""The `tiny_market` game meets its targets: a certified interior equilibrium, no constant
+"""The market games meet their targets: a certified interior equilibrium, no constant
 guess an answer, and an interior collusive reference above every uniform profile.
 
-Every check here runs on the game's own references (``tiny_market_references.json``);
-the solver's runs that found them are the slow tests at the end. The search of every
+Every check here runs on the game's own references (``<name>_references.json``); the
+solver's runs that found them are the slow tests at the end. The search of every
 verification covers each period alone at each bound and 7 uniform levels (48 candidates
-a station), on 4 seeds.
+a station), on 4 seeds. `tiny_market`'s checks are in the default suite;
+`siouxfalls_market`'s (minutes each) are marked slow:
+``python -m pytest -m slow tests/scenarios/test_market_games.py``.
 """
 
 from __future__ import annotations
@@ -20,21 +22,33 @@ SEEDS = 4
 BUDGET = 48
 
 
-@pytest.fixture(scope="module")
-def market() -> evcs_gym.NetworkData:
-    return evcs_gym.load_scenario("tiny_market")
+GAMES = [
+    "tiny_market",
+    pytest.param("siouxfalls_market", marks=pytest.mark.slow),
+]
+
+
+@pytest.fixture(scope="module", params=GAMES)
+def market(request) -> evcs_gym.NetworkData:
+    return evcs_gym.load_scenario(request.param)
 
 
 @pytest.fixture(scope="module")
 def references(market):
     refs = load_references(market)
-    assert refs is not None, "tiny_market ships its references"
+    assert refs is not None, f"{market.name} ships its references"
     return refs
 
 
 @pytest.fixture(scope="module")
 def nash_certificate(market, references):
     return exploitability(market, references.nash, budget=BUDGET, seeds=SEEDS, search_seeds=2)
+
+
+def bounds(market) -> tuple[float, float]:
+    """The price bounds every station of a market game shares."""
+    (common,) = set(market.price_bounds.values())
+    return common
 
 
 def interior(market, prices: dict[str, np.ndarray], margin: float = 0.15) -> bool:
@@ -54,7 +68,7 @@ def test_the_nash_reference_is_certified_and_interior(market, references, nash_c
 
 def test_the_collusive_reference_is_interior_and_beats_every_uniform_profile(market, references):
     assert interior(market, references.collusive)
-    lo, hi = market.price_bounds["A"]
+    lo, hi = bounds(market)
     ev = evcs_gym.EVCSRewardEvaluator(market)
 
     def total(prices) -> float:
@@ -69,7 +83,7 @@ def test_the_collusive_reference_is_interior_and_beats_every_uniform_profile(mar
 
 @pytest.mark.parametrize("where", ["floor", "mid-bounds", "ceiling"])
 def test_no_constant_guess_is_an_answer(market, nash_certificate, where):
-    lo, hi = market.price_bounds["A"]
+    lo, hi = bounds(market)
     price = {"floor": lo, "mid-bounds": (lo + hi) / 2, "ceiling": hi}[where]
     guess = evcs_gym.uniform_prices(market.agent_names, market.n_periods, price)
     cert = exploitability(market, guess, budget=BUDGET, seeds=SEEDS, search_seeds=2)
@@ -87,10 +101,10 @@ def test_delta_spans_competition_to_collusion(market, references):
 @pytest.mark.slow
 @pytest.mark.parametrize("start", ["mid-bounds", "floor"])
 def test_the_solver_converges_to_a_certified_equilibrium(market, references, start):
-    """``evcs-gym solve --scenario tiny_market --seeds 4 --search-seeds 2 --target 0.02``
+    """``evcs-gym solve --scenario <game> --seeds 4 --search-seeds 2 --target 0.02``
     from mid-bounds and from the floor (``--start``): both converge, and the two
     equilibria earn each station the same revenue within max(3 SE, 3 %)."""
-    lo, hi = market.price_bounds["A"]
+    lo, hi = bounds(market)
     initial = None
     if start == "floor":
         initial = evcs_gym.uniform_prices(market.agent_names, market.n_periods, lo)
