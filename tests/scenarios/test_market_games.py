@@ -22,9 +22,12 @@ SEEDS = 4
 BUDGET = 48
 
 
+IN_CALIBRATION = pytest.mark.xfail(
+    reason="siouxfalls_market is in calibration: it ships no references yet", strict=True
+)
 GAMES = [
     "tiny_market",
-    pytest.param("siouxfalls_market", marks=pytest.mark.slow),
+    pytest.param("siouxfalls_market", marks=[pytest.mark.slow, IN_CALIBRATION]),
 ]
 
 
