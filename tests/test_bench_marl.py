@@ -90,7 +90,7 @@ def test_run_cell_rejects_bad_input_by_name():
         run_cell("nope", "maddpg", task, 0, 10)
     with pytest.raises(ValueError, match="library 'ours' has no algorithm 'ppo'"):
         run_cell("ours", "ppo", task, 0, 10)
-    with pytest.raises(ValueError, match="rllib does not run tiny_repeated"):
+    with pytest.raises(ValueError, match="rllib-ppo does not run tiny_repeated"):
         run_cell("rllib", "ppo", TASKS["tiny_repeated"], 0, 10)
     with pytest.raises(ValueError, match="`budget` must be >= 1, got 0"):
         run_cell("ours", "maddpg", task, 0, 0)
