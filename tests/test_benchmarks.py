@@ -7,6 +7,7 @@ correctness figure a benchmark reports, e.g. that the vector env matched serial 
 from __future__ import annotations
 
 import gc
+import json
 import math
 import statistics
 
@@ -94,6 +95,19 @@ def test_market_probe_on_tiny_shows_an_interior_joint_optimum(load_script, capsy
     assert max(totals) > totals[-1]
     assert figures["guesses"]["floor"] > 0.05  # the floor is far below the Nash markup
     assert "best uniform profile" in capsys.readouterr().out
+
+
+def test_seed_spread_measures_a_profile_on_each_seed(load_script, tmp_path, capsys):
+    study = load_script("benchmarks/studies", "seed_spread")
+    profile = tmp_path / "profile.json"
+    profile.write_text(json.dumps({"prices": {"A": [1.0] * 4, "B": [1.5] * 4}}))
+    argv = [str(profile), "--scenario", "tiny", "--seeds", "3", "--workers", "1"]
+    figures = study.main([*argv, "--variant", "-", "--variant", "station_taste_scale=8"])
+    assert set(figures) == {"-", "station_taste_scale=8"}
+    for run in figures.values():
+        assert len(run["iterations"]) == 3 and set(run["spread"]) == {"A", "B"}
+        assert all(0 <= v < 0.5 for v in run["spread"].values())
+    assert "SE of 4 seeds" in capsys.readouterr().out
 
 
 def test_bench_ue_reachability_names_an_unknown_profile(load_script):
