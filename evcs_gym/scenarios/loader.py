@@ -169,12 +169,23 @@ def _scenario_files(folder: Path) -> dict[str, Path]:
 
 
 def _raw_settings(path: Path) -> dict[str, Any]:
+    """A settings file's JSON object, ``network_from`` included."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ScenarioError(f"{path.name}: cannot read: {e}") from None
     except json.JSONDecodeError as e:
         raise ScenarioError(f"{path.name}: invalid JSON: {e}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"{path.name}: top level must be an object, got {type(raw).__name__}")
+    return raw
+
+
+def settings_file_mapping(path: Path) -> dict[str, Any]:
+    """A settings file's setting keys and values: its JSON object without
+    ``network_from``, which names files rather than a setting."""
+    raw = _raw_settings(path)
+    raw.pop(NETWORK_FROM, None)
     return raw
 
 
@@ -205,8 +216,7 @@ def _number(path: Path, row_no: int, row: dict[str, str], column: str) -> float:
 
 
 def _load_settings(path: Path, overrides: dict[str, Any]) -> ScenarioSettings:
-    raw = _raw_settings(path)
-    raw.pop(NETWORK_FROM, None)
+    raw = settings_file_mapping(path)
     ScenarioSettings.from_mapping(raw, source=path.name)  # file alone must be valid
     merged = {**raw, **overrides}
     return ScenarioSettings.from_mapping(merged, source=f"{path.name} (+ overrides)")

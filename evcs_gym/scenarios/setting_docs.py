@@ -26,7 +26,7 @@ from typing import Any
 
 from evcs_gym.errors import ScenarioError
 from evcs_gym.network.settings import ScenarioSettings
-from evcs_gym.scenarios.loader import NETWORK_FROM, scenario_folder
+from evcs_gym.scenarios.loader import scenario_folder, settings_file_mapping
 from evcs_gym.utils import to_jsonable
 
 __all__ = ["scenario_settings", "setting_docs", "setting_names", "settings_table"]
@@ -82,13 +82,7 @@ def scenario_settings(
         return ScenarioSettings(**overrides)
     folder = scenario_folder(name_or_folder)
     path = folder / f"{folder.name}_settings.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise ScenarioError(f"{path.name}: cannot read: {e}") from None
-    if not isinstance(raw, dict):
-        raise ScenarioError(f"{path.name}: top level must be an object")
-    raw.pop(NETWORK_FROM, None)
+    raw = settings_file_mapping(path)
     return ScenarioSettings.from_mapping({**raw, **overrides}, source=path.name)
 
 

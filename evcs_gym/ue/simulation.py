@@ -140,7 +140,7 @@ class WorldBuilder:
             for name, (x, y) in zip(names, network.node_xy.tolist())
         ]
         lk = network.links
-        capacity_out = link_capacity_out(network)
+        self._capacity_out = capacity_out = link_capacity_out(network)
         self._link_args = [
             (
                 name,
@@ -261,8 +261,7 @@ class WorldBuilder:
         )
         for name, (x, y) in zip(nd.node_names, nd.node_xy.tolist()):
             W.addNode(name, x, y)
-        lk = nd.links
-        capacity_out = link_capacity_out(nd)
+        lk, capacity_out = nd.links, self._capacity_out
         for i, name in enumerate(lk.names):
             W.addLink(
                 name,
