@@ -149,7 +149,8 @@ NETWORK_FROM = "network_from"
 
 def _scenario_files(folder: Path) -> dict[str, Path]:
     """The four files of a scenario folder: its settings, and the network's three CSVs
-    (its own, or those of the folder that its settings' ``network_from`` names)."""
+    (its own, or those of the folder that its settings' ``network_from`` names; a game
+    that names one still reads its own ``<name>_demand.csv`` if it ships one)."""
     settings = folder / f"{folder.name}_settings.json"
     if not settings.is_file():
         raise ScenarioError(f"scenario {folder.name!r}: missing file {settings}")
@@ -164,6 +165,9 @@ def _scenario_files(folder: Path) -> dict[str, Path]:
         network = folder.parent / source
     kinds = ("nodes.csv", "links.csv", "demand.csv")
     files = {kind: network / f"{network.name}_{kind}" for kind in kinds}
+    own_demand = folder / f"{folder.name}_demand.csv"
+    if own_demand.is_file():
+        files["demand.csv"] = own_demand
     files["settings"] = settings
     return files
 

@@ -47,6 +47,9 @@ def test_a_game_on_another_scenarios_network_reads_its_files(tmp_path):
     assert market.n_routes > plain.n_routes  # the outside option's routes
     assert market.source.endswith("siouxfalls_market")  # its references live there
     assert market.settings.charging_outside_cost == 40
+    # its own demand (a rush hour), the same trips as Sioux Falls' in all
+    assert market.demand_rows.shape[0] == 3 * plain.demand_rows.shape[0]
+    assert market.demanded_vehicles == pytest.approx(plain.demanded_vehicles)
     assert scenario_settings("siouxfalls_market").station_taste_scale == 30  # key popped
     folder = tmp_path / "broken"
     folder.mkdir()
@@ -220,3 +223,10 @@ def test_station_override_changes_the_charging_link():
     link = nd.station_link[nd.agent_names.index("B")]
     assert nd.links.length[link] == 600
     assert nd.links.number_of_lanes[link] == 2
+
+
+def test_the_market_demand_is_what_its_script_writes(load_script, capsys):
+    """``siouxfalls_market_demand.csv`` is Sioux Falls' demand with the script's rush hour."""
+    peaked = load_script("docs/_scripts", "peaked_demand")
+    assert peaked.main(["siouxfalls", "siouxfalls_market", "--check"]) == 0
+    assert "up to date" in capsys.readouterr().out
