@@ -1,7 +1,7 @@
 """Draw ``docs/assets/<scenario>_prices.png``: a market game's Nash and collusive
-reference prices per period, one panel per station.
-
-Reads the scenario's ``<name>_references.json`` and settings only (no simulation).
+reference prices per period, one panel per station, over grey bars of the vehicles
+that charge there in each period at the Nash reference (one evaluation, seed 0): a
+period few drivers charge in has a weakly determined price.
 
 Run from the repository root: ``python docs/_scripts/market_prices_figure.py tiny_market``
 """
@@ -16,6 +16,9 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
+import evcs_gym  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,9 +28,19 @@ def main(name: str) -> Path:
     refs = json.loads((folder / f"{name}_references.json").read_text())
     settings = json.loads((folder / f"{name}_settings.json").read_text())
     stations = list(refs["nash"]["prices"])
+    nd = evcs_gym.load_scenario(name)
+    flows = evcs_gym.EVCSRewardEvaluator(nd).evaluate(refs["nash"]["prices"], seed=0).flows
+    top = max(float(max(f)) for f in flows.values())
     fig, axes = plt.subplots(1, len(stations), figsize=(3.2 * len(stations), 2.8), sharey=True)
     for ax, station in zip(axes if len(stations) > 1 else [axes], stations):
         low, high = settings["charging_nodes"][station]
+        bars = ax.twinx()
+        n = len(flows[station])
+        bars.bar(range(1, n + 1), flows[station], color="0.88", width=0.7, zorder=0)
+        bars.set_ylim(0, 1.1 * top)
+        bars.set_yticks([])
+        ax.set_zorder(bars.get_zorder() + 1)
+        ax.patch.set_visible(False)
         for kind, style in (("nash", "o-"), ("collusive", "s--")):
             prices = refs[kind]["prices"][station]
             ax.plot(range(1, len(prices) + 1), prices, style, label=kind)
@@ -38,7 +51,10 @@ def main(name: str) -> Path:
         ax.set_xticks(range(1, len(prices) + 1))
     axes_list = axes if len(stations) > 1 else [axes]
     axes_list[0].set_ylabel("price per kWh")
-    axes_list[0].legend(loc="best", fontsize=8)
+    handles, labels = axes_list[0].get_legend_handles_labels()
+    handles.append(Patch(color="0.88"))
+    labels.append("vehicles charging at nash")
+    axes_list[0].legend(handles, labels, loc="best", fontsize=7)
     fig.tight_layout()
     out = ROOT / "docs" / "assets" / f"{name}_prices.png"
     fig.savefig(out, dpi=110)
