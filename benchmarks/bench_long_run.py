@@ -19,7 +19,8 @@ mid-bounds: the base, two single-period spikes, two training-like and ``--random
 uniform-random profiles).
 
 Run: ``python benchmarks/bench_long_run.py [--scenario siouxfalls] [--seeds 4]
-[--random 5] [--workers 2] [--out FILE.json] [--cache DIR]`` (Sioux Falls at 4 seeds:
+[--random 5] [--workers 2] [--out FILE.json] [--cache DIR] [--set KEY=VALUE]`` (``--set``
+overrides a scenario setting, as on the command line; Sioux Falls at 4 seeds:
 40 traces of 100 iterations, 10 minutes on 2 cores). ``--cache`` keeps the traces, keyed
 by version, settings, prices and seed, so that a second run only replays them.
 """
@@ -39,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 import evcs_gym
+from evcs_gym.cli import parse_settings
 from evcs_gym.studies.convergence import agreement_tolerance, study_profiles
 from evcs_gym.ue.evaluator import UETrace
 
@@ -58,13 +60,19 @@ def long_run_network(nd: evcs_gym.NetworkData, iterations: int) -> evcs_gym.Netw
     return dataclasses.replace(nd, settings=never)
 
 
-def _trace(job: tuple[str, int, dict, int, str | None]) -> UETrace:
+def _network(scenario: str, overrides: dict) -> evcs_gym.NetworkData:
+    """The scenario with ``overrides`` (``--set``), loaded once per process."""
+    key = json.dumps([scenario, overrides], sort_keys=True)
+    if key not in _NETWORKS:
+        _NETWORKS[key] = evcs_gym.load_scenario(scenario, **overrides)
+    return _NETWORKS[key]
+
+
+def _trace(job: tuple[str, dict, int, dict, int, str | None]) -> UETrace:
     """One long trace; with a cache folder, read from / written to a file keyed by the
     settings, the package version, the prices, the seed and the length."""
-    scenario, iterations, prices, seed, cache = job
-    if scenario not in _NETWORKS:
-        _NETWORKS[scenario] = evcs_gym.load_scenario(scenario)
-    nd = long_run_network(_NETWORKS[scenario], iterations)
+    scenario, overrides, iterations, prices, seed, cache = job
+    nd = long_run_network(_network(scenario, overrides), iterations)
     path = None
     if cache is not None:
         key = json.dumps(
@@ -131,15 +139,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, default=2, help="processes tracing in parallel")
     parser.add_argument("--out", help="write the comparison as JSON")
     parser.add_argument("--cache", help="folder to keep the traces in (reused when run again)")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a scenario setting (repeatable), as on the command line",
+    )
     args = parser.parse_args(argv)
     if not 1 <= args.level_from <= args.iterations:
         parser.error(f"--level-from must be in 1..--iterations, got {args.level_from}")
 
     t0 = time.perf_counter()
-    nd = evcs_gym.load_scenario(args.scenario)
+    overrides = parse_settings(args.set)
+    nd = _network(args.scenario, overrides)
     named = profiles(nd, args.random)
     jobs = [
-        (args.scenario, args.iterations, prices, seed, args.cache)
+        (args.scenario, overrides, args.iterations, prices, seed, args.cache)
         for prices in named.values()
         for seed in range(args.seeds)
     ]

@@ -181,6 +181,13 @@ class ScenarioSettings:
     under the *new* prices, costed on the link travel times of the start (the reference
     equilibrium kept at load). The start then carries none of the reference's station
     and period choices that the new prices make wrong."""
+    ue_price_aware_start_gap: float | None = None
+    """The price-aware start moves a charging platoon whose relative gap exceeds this.
+    ``None`` (the default, and every 0.2.0 game's): the charging mean-gap tolerance
+    (``ue_charging_gap_threshold``). With logit tastes many platoons sit within that
+    tolerance of another station, so a price change moves too few of them at the start
+    and the loop can meet its stop rule near the reference's shares; 0 moves every
+    platoon that has a cheaper alternative at the new prices."""
     ue_switch_budget_min: int = 50
     """Targeted rule: at least this many platoons are eligible per iteration (small
     scenarios: 50 of the tiny scenario's 450 platoons)."""
@@ -399,6 +406,11 @@ class ScenarioSettings:
             raise ScenarioError(
                 f"{source}: `charging_outside_cost` must be >= 0 or null, got {outside!r}"
             )
+        start_gap = self.ue_price_aware_start_gap
+        if start_gap is not None and not (math.isfinite(start_gap) and start_gap >= 0):
+            raise ScenarioError(
+                f"{source}: `ue_price_aware_start_gap` must be >= 0 or null, got {start_gap!r}"
+            )
         chargers = self.charging_chargers
         if chargers is not None and not (math.isfinite(chargers) and chargers > 0):
             raise ScenarioError(
@@ -481,6 +493,7 @@ _ADDED_SINCE_0_2_0: dict[str, Any] = {
     "station_taste_quasi_random": False,
     "charging_outside_cost": None,
     "charging_chargers": None,
+    "ue_price_aware_start_gap": None,
 }
 """Settings added after 0.2.0, each with the value that turns it off (the 0.2.0 game)."""
 
@@ -562,7 +575,12 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
         if not isinstance(value, str):
             raise ScenarioError(f"{where} must be a string, got {value!r}")
         return value
-    if name in ("warm_start_price", "charging_outside_cost", "charging_chargers"):
+    if name in (
+        "warm_start_price",
+        "charging_outside_cost",
+        "charging_chargers",
+        "ue_price_aware_start_gap",
+    ):
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -364,9 +364,9 @@ class EVCSRewardEvaluator:
         """Route slots the UE starts from: the scenario's start, made price-aware.
 
         With ``ue_price_aware_start`` every charging platoon whose route in the start has
-        a relative gap above the charging mean-gap tolerance
-        (``stop_tolerances["charging_mean_gap"]``) to its cheapest alternative *at these
-        prices* — costed on the start's own link travel times — moves to that
+        a relative gap above ``ue_price_aware_start_gap`` (default: the charging mean-gap
+        tolerance, ``stop_tolerances["charging_mean_gap"]``) to its cheapest alternative
+        *at these prices* — costed on the start's own link travel times — moves to that
         alternative before anything is simulated. The start then depends on the scenario
         and the prices only, and carries none of the reference's choices the new prices
         make wrong.
@@ -378,7 +378,10 @@ class EVCSRewardEvaluator:
         pc = self._coster.compute(self._reference_tt, prices, nd.reference_network_entry)
         best = np.argmin(pc.cost, axis=1)
         gap = relative_gap(pc.cost, slot, best)
-        move = nd.veh_charging & (gap > nd.settings.stop_tolerances["charging_mean_gap"])
+        threshold = nd.settings.ue_price_aware_start_gap
+        if threshold is None:
+            threshold = nd.settings.stop_tolerances["charging_mean_gap"]
+        move = nd.veh_charging & (gap > threshold)
         slot[move] = best[move]
         return slot
 

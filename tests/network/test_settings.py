@@ -83,6 +83,7 @@ def test_payoff_settings_are_checked(key, value):
         ("charging_outside_cost", "home", "`charging_outside_cost` must be a number or null"),
         ("charging_chargers", 0, r"`charging_chargers` must be > 0 or null, got 0"),
         ("charging_chargers", "many", "`charging_chargers` must be a number or null"),
+        ("ue_price_aware_start_gap", -0.1, r"`ue_price_aware_start_gap` must be >= 0 or null"),
         ("station_taste_logit", 1, "`station_taste_logit` must be true or false"),
         ("station_taste_quasi_random", "yes", "`station_taste_quasi_random` must be true"),
     ],
@@ -175,6 +176,7 @@ def test_stop_settings_are_fields_and_fast_stop_settings_are_stop_settings():
         ("station_taste_logit", True),
         ("station_taste_quasi_random", True),
         ("charging_chargers", 40.0),
+        ("ue_price_aware_start_gap", 0.0),
     ],
 )
 def test_a_market_setting_turned_on_changes_the_digest(name, on):

@@ -150,6 +150,27 @@ def test_price_aware_start_moves_charging_platoons_before_the_first_simulation(t
     assert first_aware < 0.5 * first_blind
 
 
+def test_a_zero_start_gap_moves_every_platoon_that_has_a_cheaper_alternative():
+    """``ue_price_aware_start_gap=0`` also moves the platoons within the charging
+    tolerance of a cheaper alternative (with logit tastes there are many): a superset of
+    the default's moves, charging platoons only."""
+    market = evcs_gym.load_scenario("tiny_market")
+    prices = {"A": [1.45] * 4, "B": [1.35] * 4}  # near the reference (mid-bounds, 1.4)
+    default = evcs_gym.EVCSRewardEvaluator(market)
+    zero = evcs_gym.EVCSRewardEvaluator(
+        dataclasses.replace(
+            market, settings=dataclasses.replace(market.settings, ue_price_aware_start_gap=0.0)
+        )
+    )
+    p = default.check_prices(prices)
+    start = default._initial_slot
+    moved_default = default._start(p) != start
+    moved_zero = zero._start(p) != start
+    assert moved_zero.sum() > moved_default.sum()
+    assert not (moved_default & ~moved_zero).any()
+    assert not (moved_zero & ~market.veh_charging).any()
+
+
 def test_free_flow_start_has_no_reference_times():
     nd = evcs_gym.load_scenario("tiny", warm_start=False)
     assert nd.reference_traveltime is None and nd.reference_network_entry is None
