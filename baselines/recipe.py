@@ -97,6 +97,7 @@ def learner_config(
     seed: int | None = 0,
     noise_std: float = 0.1,
     noise_decay: float = 0.999,
+    actor_lr: float | None = None,
 ) -> ConfigT:
     """A learner's config for a run of ``budget`` evaluations, as ``evcs-gym train`` makes it.
 
@@ -112,6 +113,7 @@ def learner_config(
         seed: the learner's seed.
         noise_std: initial exploration std, as a share of each action dimension's range.
         noise_decay: multiplicative decay of the exploration std per learning step.
+        actor_lr: the actors' learning rate (None: the class's default).
 
     Returns:
         An instance of ``config_cls``.
@@ -123,7 +125,9 @@ def learner_config(
         (50, 100, 0.03, 0.03, 3)
     """
     replay = budget_settings(budget)
+    extra = {} if actor_lr is None else {"actor_lr": actor_lr}
     return config_cls(
+        **extra,
         seed=seed,
         batch_size=replay.batch_size,
         learning_starts=replay.learning_starts,

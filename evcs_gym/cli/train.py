@@ -9,7 +9,10 @@ verified in the simulator with the recipe's
 :func:`~evcs_gym.equilibrium.exploitability.exploitability` on the scenario's own
 payoffs, even when ``--train-payoffs fast`` trained on others. The run folder holds
 ``summary.json`` (the trainer's :class:`~evcs_gym.baselines.TrainResult` with the final
-prices, revenues, game and certificate), the evaluations, the weights and the plots.
+prices, revenues, game, certificate and the time split), the evaluations, the weights
+and the plots. The last line before the run folder is the time split: loading, training
+(with its raw simulations and the worker-seconds each took, the host's speed) and the
+verification.
 
 Only the ``--algo`` names are read when the parser is built: PyTorch and the learners are
 imported when the command runs.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +71,12 @@ def add_parser(
     p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
     p.add_argument(
         "--noise-decay", type=float, default=0.999, help="exploration decay per learning step"
+    )
+    p.add_argument(
+        "--actor-lr",
+        type=float,
+        default=None,
+        help="the actors' learning rate (None: the learner's default, 1e-3)",
     )
     p.add_argument(
         "--verify-budget",
@@ -120,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
     from evcs_gym.scenarios.references import load_references
     from evcs_gym.wrappers import make_vector_env
 
+    t_start = time.perf_counter()
     nd = load_scenario(args)
+    load_seconds = time.perf_counter() - t_start
     out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     print(f"loaded {nd.summary()}")
     train_nd = nd
@@ -145,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             noise_std=args.noise,
             noise_decay=args.noise_decay,
+            actor_lr=args.actor_lr,
         )
         algo = algo_cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
 
@@ -188,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
             verifier=verifier if plan.enabled else None,
         )
         summary = trainer.train().to_dict()
+        t_verify = time.perf_counter()
         final = trainer.evaluate_pure(1)
         pure = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
         summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
@@ -234,7 +248,61 @@ def run(args: argparse.Namespace) -> int:
                 )
                 summary["collusion_index"] = index.to_dict()
                 print(index.summary())
+        timing = time_split(
+            load_seconds,
+            summary["train_seconds"],
+            time.perf_counter() - t_verify,
+            raw_simulations=sum(
+                r.ue_iterations for r in trainer.history.evaluations if r.kind == "train"
+            ),
+            workers=args.workers,
+        )
+        summary["time_split"] = timing
+        print(format_time_split(timing, summary["evaluations"]))
         paths = trainer.save_outputs(out, summary)
         plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
         print(f"run folder: {out} (plots: {plots})")
     return 0
+
+
+def time_split(
+    load: float, training: float, verification: float, *, raw_simulations: int, workers: int
+) -> dict[str, float]:
+    """Seconds of a run's phases, and the worker-seconds one training simulation took.
+
+    ``verification`` covers everything after training: the evaluation rollout, the
+    verification and the collusion index. ``seconds_per_raw_simulation`` is the training
+    loop's wall time × ``workers`` over its raw simulations (UE iterations): the host's
+    speed, with the loop's own overhead in it (an upper bound).
+
+    Example:
+        >>> t = time_split(20.0, 400.0, 100.0, raw_simulations=8000, workers=2)
+        >>> t["total"], t["seconds_per_raw_simulation"]
+        (520.0, 0.1)
+    """
+    return {
+        "load": load,
+        "training": training,
+        "verification": verification,
+        "total": load + training + verification,
+        "raw_simulations": float(raw_simulations),
+        "seconds_per_raw_simulation": training * workers / max(raw_simulations, 1),
+    }
+
+
+def format_time_split(t: dict[str, float], evaluations: int) -> str:
+    """The time line of ``evcs-gym train``.
+
+    Example:
+        >>> t = time_split(20.0, 400.0, 100.0, raw_simulations=8000, workers=2)
+        >>> print(format_time_split(t, 1000))
+        time: 8.7 min in all: load 20 s, training 6.7 min (1000 evaluations, 8000 raw \
+simulations, 0.10 worker-s each), verification 1.7 min
+    """
+    return (
+        f"time: {t['total'] / 60:.1f} min in all: load {t['load']:.0f} s, training "
+        f"{t['training'] / 60:.1f} min ({evaluations} evaluations, "
+        f"{t['raw_simulations']:.0f} raw simulations, "
+        f"{t['seconds_per_raw_simulation']:.2f} worker-s each), "
+        f"verification {t['verification'] / 60:.1f} min"
+    )

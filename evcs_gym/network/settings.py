@@ -30,6 +30,7 @@ STOP_SETTINGS: tuple[str, ...] = (
     "ue_payoff_near_excess",
     "ue_payoff_min_window",
     "ue_payoff_floor",
+    "ue_stop_settled_ratio",
 )
 """The settings that only say when a UE loop stops and what it answers: the cap and the
 stationary stop. The switching never reads them, so a loop run under other values of
@@ -149,6 +150,17 @@ class ScenarioSettings:
     """Stationary stop: a station is judged on ``max(revenue, floor × mean revenue per
     station)``, so a station with few customers does not hold the loop to a relative
     precision its few platoons can never give."""
+    ue_stop_settled_ratio: float | None = None
+    """A loop may end — on its stop rule or on the stationary stop — only once its
+    revenues have been settled for at least this many times as long as their transient
+    lasted: ``n − d ≥ ratio · d`` after ``n`` iterations, ``d`` the MSER truncation of
+    the revenue history (:func:`~evcs_gym.ue.stationary.mser_truncation`), checked from
+    ``ue_payoff_min_window`` iterations on. A loop started far from its equilibrium (from
+    free-flow routes) meets the gap tolerances while the stations' shares still drift,
+    and without this it can stop a few per cent short of the level it reaches later;
+    a loop that starts near it (the warm start) has no transient and is not held.
+    ``None`` (the default, and every 0.2.0 game's): not checked. The warm start's own
+    solve never checks it."""
     ue_min_completed_ratio: float = 0.95
     """UE stop rule: minimum share of trips completed."""
     ue_switch_memory: float = 0.5
@@ -411,6 +423,11 @@ class ScenarioSettings:
             raise ScenarioError(
                 f"{source}: `ue_price_aware_start_gap` must be >= 0 or null, got {start_gap!r}"
             )
+        settled = self.ue_stop_settled_ratio
+        if settled is not None and not (math.isfinite(settled) and settled > 0):
+            raise ScenarioError(
+                f"{source}: `ue_stop_settled_ratio` must be > 0 or null, got {settled!r}"
+            )
         chargers = self.charging_chargers
         if chargers is not None and not (math.isfinite(chargers) and chargers > 0):
             raise ScenarioError(
@@ -494,6 +511,7 @@ _ADDED_SINCE_0_2_0: dict[str, Any] = {
     "charging_outside_cost": None,
     "charging_chargers": None,
     "ue_price_aware_start_gap": None,
+    "ue_stop_settled_ratio": None,
 }
 """Settings added after 0.2.0, each with the value that turns it off (the 0.2.0 game)."""
 
@@ -580,6 +598,7 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
         "charging_outside_cost",
         "charging_chargers",
         "ue_price_aware_start_gap",
+        "ue_stop_settled_ratio",
     ):
         if value is None:
             return None

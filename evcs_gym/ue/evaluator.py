@@ -118,9 +118,9 @@ class UETrace:
         """``(iterations, stop_reason)`` of this loop under ``settings``' stop rule.
 
         Exact when ``settings`` differ from the traced scenario's only in what the
-        switching never reads: ``ue_max_iterations``, ``ue_convergence_stable_rounds``
-        and the stationary stop's ``ue_payoff_*`` settings (not the tolerances: they
-        steer the switching).
+        switching never reads: ``ue_max_iterations``, ``ue_convergence_stable_rounds``,
+        ``ue_stop_settled_ratio`` and the stationary stop's ``ue_payoff_*`` settings
+        (not the tolerances: they steer the switching).
 
         Raises:
             ValueError: the trace ends before that rule would stop the loop.
@@ -476,10 +476,10 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
     bound midpoint. The UE is solved once from free-flow routes with
     ``settings.default_seed``, with every stop-rule tolerance scaled by
     ``settings.warm_start_gap_ratio``, capped at ``settings.warm_start_max_iterations``
-    and without the stationary stop (its assignment is the start, not a payoff). The final
-    iteration's link travel times are kept as ``reference_traveltime`` for the
-    price-aware start. It depends on the scenario alone, so every process computes the
-    same bits.
+    and without the stationary stop or ``ue_stop_settled_ratio`` (its assignment is the
+    start, not a payoff). The final iteration's link travel times are kept as
+    ``reference_traveltime`` for the price-aware start. It depends on the scenario alone,
+    so every process computes the same bits.
     """
     s = network.settings
     if s.warm_start_price is None:
@@ -494,6 +494,7 @@ def compute_warm_start(network: NetworkData) -> NetworkData:
         s,
         ue_tolerance_scale=s.warm_start_gap_ratio * s.ue_tolerance_scale,
         ue_payoff_precision=0.0,
+        ue_stop_settled_ratio=None,
         ue_max_iterations=s.warm_start_max_iterations,
     )
     free_flow = dataclasses.replace(

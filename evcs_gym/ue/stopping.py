@@ -24,6 +24,12 @@ A UE loop (:meth:`EVCSRewardEvaluator.evaluate
   stationary mean over the MSER window of the whole loop, with whatever standard
   error it has.
 
+With ``ue_stop_settled_ratio`` set, neither of the first two may end a loop whose
+revenues are still in their transient: ``n`` iterations must hold a settled stretch
+(after the MSER truncation ``d``) at least that many times as long as the transient,
+``n − d ≥ ratio · d``. A loop from a distant start (free-flow routes) meets the gap
+tolerances while the stations' shares still drift; one from the warm start is not held.
+
 ``converged`` means the rule was met, as always. Nothing here feeds back into the
 switching, so a recorded loop (:class:`~evcs_gym.ue.evaluator.UETrace`) replays any
 other cap, precision or window exactly.
@@ -191,9 +197,9 @@ class StopRule:
         self.revenues.append(np.asarray(revenues, dtype=float))
         self.excess.append(stats.excess(self.tol))
         self.stable = self.stable + 1 if stats.meets(self.tol) else 0
-        if self.stable >= s.ue_convergence_stable_rounds:
-            return "converged"
         n = iteration + 1
+        if self.stable >= s.ue_convergence_stable_rounds and self._settled(n):
+            return "converged"
         shortest = min(s.ue_payoff_min_iterations_near, s.ue_payoff_min_iterations)
         if s.ue_payoff_precision > 0 and n >= shortest:
             est = stationary_estimate(np.array(self.revenues))
@@ -202,11 +208,23 @@ class StopRule:
                 n >= (s.ue_payoff_min_iterations_near if near else s.ue_payoff_min_iterations)
                 and est.length >= s.ue_payoff_min_window
                 and est.precise(s.ue_payoff_precision, s.ue_payoff_floor)
+                and self._settled(n, est.first)
             ):
                 return "stationary"
         if n >= s.ue_max_iterations:
             return "max_iterations"
         return None
+
+    def _settled(self, n: int, transient: int | None = None) -> bool:
+        """Whether ``n`` iterations hold a settled stretch long enough to stop on
+        (``ue_stop_settled_ratio``): ``n − d ≥ ratio · d`` for the revenues' MSER
+        truncation ``d`` (``transient``, when the caller has it); always, below
+        ``ue_payoff_min_window`` iterations or with the ratio off."""
+        ratio = self.settings.ue_stop_settled_ratio
+        if ratio is None or n < self.settings.ue_payoff_min_window:
+            return True
+        d = mser_truncation(np.array(self.revenues)) if transient is None else transient
+        return n - d >= ratio * d
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ SUMMARY_KEYS = [
     "algorithm", "config", "seed", "evaluations", "iterations", "converged", "noise_resets",
     "train_seconds", "versions", "final_pure_prices", "critic_nash_conv", "final_revenue",
     "scenario", "game", "training_payoffs", "verified_exploitability", "collusion_index",
-    "files",
+    "time_split", "files",
 ]  # fmt: skip
 """summary.json's keys, in order: the trainer's ``TrainResult``, then the command's."""
 
@@ -50,6 +50,9 @@ def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_p
     assert list(summary) == SUMMARY_KEYS
     assert summary["config"]["budget"] == 16 and summary["algorithm"] == "maddpg"
     assert "verifying in the simulator (<= 4 price vectors per station" in text
+    split = summary["time_split"]
+    assert split["total"] >= split["training"] > 0 and split["raw_simulations"] >= 16
+    assert "time: " in text and "raw simulations" in text and "worker-s each" in text
 
 
 @pytest.mark.timeout(300)

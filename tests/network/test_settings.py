@@ -84,6 +84,8 @@ def test_payoff_settings_are_checked(key, value):
         ("charging_chargers", 0, r"`charging_chargers` must be > 0 or null, got 0"),
         ("charging_chargers", "many", "`charging_chargers` must be a number or null"),
         ("ue_price_aware_start_gap", -0.1, r"`ue_price_aware_start_gap` must be >= 0 or null"),
+        ("ue_stop_settled_ratio", 0, r"`ue_stop_settled_ratio` must be > 0 or null, got 0"),
+        ("ue_stop_settled_ratio", "long", "`ue_stop_settled_ratio` must be a number or null"),
         ("station_taste_logit", 1, "`station_taste_logit` must be true or false"),
         ("station_taste_quasi_random", "yes", "`station_taste_quasi_random` must be true"),
     ],
@@ -177,6 +179,7 @@ def test_stop_settings_are_fields_and_fast_stop_settings_are_stop_settings():
         ("station_taste_quasi_random", True),
         ("charging_chargers", 40.0),
         ("ue_price_aware_start_gap", 0.0),
+        ("ue_stop_settled_ratio", 2.0),
     ],
 )
 def test_a_market_setting_turned_on_changes_the_digest(name, on):

@@ -164,6 +164,38 @@ def test_the_stop_rule_converges_on_stable_rounds_before_anything_else():
     assert [rule.update(it, calm, [1.0, 2.0]) for it in range(3)] == [None, None, "converged"]
 
 
+def _first_stop(rule: StopRule, stats: list[GapStats], revenues: np.ndarray) -> tuple[int, str]:
+    for it, r in enumerate(revenues):
+        if (why := rule.update(it, stats[it], r)) is not None:
+            return it + 1, why
+    raise AssertionError("the loop never stopped")
+
+
+def test_a_loop_still_in_its_transient_is_held_until_it_has_settled_twice_as_long():
+    """A loop from a distant start meets its rule while a station's share still drifts:
+    with ``ue_stop_settled_ratio`` it may stop only once the settled stretch after the
+    MSER truncation is at least twice the transient; a loop without one is not held,
+    nor is one shorter than ``ue_payoff_min_window``."""
+    s = _settings(ue_payoff_min_iterations=10, ue_payoff_min_window=10, ue_max_iterations=200)
+    held = dataclasses.replace(s, ue_stop_settled_ratio=2.0)
+    calm = GapStats(0.001, 0.001, 0.0, 1.0)
+    wobble = 1000.0 + 5.0 * np.sin(np.arange(120))
+    drifting = np.c_[np.r_[np.linspace(700.0, 1000.0, 16), wobble][:120], np.full(120, 500.0)]
+    cold = [FAR] * 10 + [calm] * 110  # the gaps meet the rule from the 11th iteration
+    assert _first_stop(StopRule(s), cold, drifting) == (13, "converged")
+    n, why = _first_stop(StopRule(held), cold, drifting)
+    d = stationary_estimate(drifting[:n]).first
+    assert why == "converged" and d >= 10 and n - d >= 2 * d
+    assert stationary_estimate(drifting[: n - 1]).first * 3 > n - 1  # not a step earlier
+    settled = np.c_[wobble, np.full(120, 500.0)]  # the warm start: no transient to wait out
+    assert _first_stop(StopRule(held), cold, settled) == _first_stop(StopRule(s), cold, settled)
+    assert _first_stop(StopRule(held), [calm] * 120, drifting) == (3, "converged")
+    n_far, why_far = _first_stop(StopRule(held), [FAR] * 120, drifting)  # the stationary stop
+    d_far = stationary_estimate(drifting[:n_far]).first
+    assert why_far == "stationary" and n_far - d_far >= 2 * d_far >= 20
+    assert _first_stop(StopRule(s), [FAR] * 120, drifting)[0] < n_far
+
+
 def test_a_noisy_station_holds_the_loop_until_its_mean_is_known():
     rng = np.random.default_rng(3)
     s = _settings(ue_payoff_min_iterations=10, ue_payoff_min_window=5, ue_max_iterations=200)
