@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -125,9 +126,7 @@ def learner_config(
         (50, 100, 0.03, 0.03, 3)
     """
     replay = budget_settings(budget)
-    extra = {} if actor_lr is None else {"actor_lr": actor_lr}
-    return config_cls(
-        **extra,
+    config = config_cls(
         seed=seed,
         batch_size=replay.batch_size,
         learning_starts=replay.learning_starts,
@@ -136,6 +135,9 @@ def learner_config(
         noise_decay=noise_decay,
         noise_min=min(config_cls.noise_min, noise_std),  # the floor never above the start
     )
+    if actor_lr is not None:
+        config = dataclasses.replace(config, actor_lr=actor_lr)
+    return config
 
 
 def default_verify_budget(action_dim: int, grid: int) -> int:

@@ -54,6 +54,18 @@ def test_learner_config_is_the_one_the_command_always_made(name, noise, budget):
             assert getattr(config, field.name) == getattr(default, field.name), field.name
 
 
+@pytest.mark.parametrize("name", ALGORITHM_NAMES)
+def test_learner_config_takes_the_actor_learning_rate_or_keeps_the_default(name):
+    from evcs_gym.baselines import ALGORITHMS
+
+    config_cls = ALGORITHMS[name].config_cls
+    assert learner_config(config_cls, 400, actor_lr=1e-4).actor_lr == 1e-4
+    slow = learner_config(config_cls, 400, actor_lr=1e-4)
+    assert dataclasses.replace(slow, actor_lr=config_cls().actor_lr) == learner_config(
+        config_cls, 400
+    )
+
+
 def test_verification_plan_defaults_to_every_single_move_and_caps_the_search_seeds():
     assert default_verify_budget(4, 7) == 17 and default_verify_budget(8, 7) == 25
     assert verification_plan(4) == VerificationPlan(budget=17, grid=7, seeds=4, search_seeds=2)
