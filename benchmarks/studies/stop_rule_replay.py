@@ -18,7 +18,7 @@ convergence study's profiles and seeds. It then prints
 Run: ``python benchmarks/studies/stop_rule_replay.py --scenario siouxfalls_market
 --rule '{"ue_convergence_stable_rounds": 6}' --rule '{"ue_stop_settled_ratio": 2}'``
 (``benchmarks/results/market_calibration_siouxfalls_market.txt``, section 21; 96 traces
-of 120 iterations, about 12 minutes on 2 idle cores).
+of 120 iterations, about 10 minutes on 2 idle cores).
 """
 
 from __future__ import annotations
