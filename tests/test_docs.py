@@ -44,3 +44,21 @@ def test_the_readme_cites_only_files_of_the_repository():
     missing = sorted(p for p in paths if not (ROOT / p.rstrip("/")).exists())
     assert missing == []
     assert len(readme.splitlines()) <= 200
+
+
+@pytest.mark.timeout(300)
+def test_the_readmes_main_job_runs_as_written(tmp_path, capsys):
+    """The quick start's ``evcs-gym train ...`` with its own options, cut to 8 evaluations
+    and no verification: the command, its scenario and its options stay valid."""
+    import shlex
+
+    from evcs_gym.cli import main
+
+    readme = (ROOT / "README.md").read_text()
+    (line,) = [ln for ln in readme.splitlines() if "&& evcs-gym train " in ln]
+    argv = shlex.split(line.split("&& evcs-gym ", 1)[1])
+    assert argv[0] == "train" and "--scenario" in argv and "--budget" in argv
+    argv[argv.index("--budget") + 1] = "8"
+    argv += ["--verify-budget", "0", "--workers", "1", "--quiet", "--out", str(tmp_path / "run")]
+    assert main(argv) == 0
+    assert "final pure prices and revenue" in capsys.readouterr().out
