@@ -128,8 +128,8 @@ def test_the_solver_converges_to_a_certified_equilibrium(market, references, sta
     """``evcs-gym solve --scenario <game> --seeds 4 --target 0.02`` (each stage of
     :data:`STAGES`) from mid-bounds and from the floor (``--start``): both converge to an
     interior equilibrium that earns each station the Nash reference's revenue within
-    max(3 SE, 3 %), but for the Sioux Falls market from mid-bounds, which on an earlier
-    calibration converged to a second, higher equilibrium (its page)."""
+    max(3 SE, 3 %), but for the Sioux Falls market from mid-bounds, which converges to a
+    second, lower equilibrium (95,243 against N's 100,633; its page)."""
     lo, hi = bounds(market)
     prices = None
     if start == "floor":
