@@ -1,6 +1,11 @@
 """Fixtures of the worker-pool tests: pools on ``tiny`` and on ``slow_tiny`` (a ``tiny``
 whose every evaluation runs exactly ``SLOW_ITERATIONS`` UE iterations), and a batch with
-its serial results."""
+its serial results.
+
+``slow_tiny`` turns off both ways a loop can end early: the stop rule (``ue_convergence_
+stable_rounds`` unreachable) and the stationary stop (``ue_payoff_precision=0``). With the
+stationary stop on, its loops ended after 20-30 iterations in about 0.13 s, and a task
+could finish inside a test's 0.1 s timeout on a fast host."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ def slow_tiny() -> evcs_gym.NetworkData:
         warm_start=False,
         ue_max_iterations=SLOW_ITERATIONS,
         ue_convergence_stable_rounds=10**6,
+        ue_payoff_precision=0.0,
     )
 
 

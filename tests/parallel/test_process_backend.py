@@ -1,10 +1,11 @@
 """The process backend (evcs_gym.parallel.process_backend): worker crashes, crash retries,
 timeouts and worker clean-up, with real processes killed by SIGKILL.
 
-Crash and timeout tests use ``tiny`` with the UE stop rule made unreachable
-(``ue_convergence_stable_rounds`` huge), so that every evaluation runs exactly
-``ue_max_iterations`` iterations: a legitimately slow task (about 0.5 s) whose worker is
-reliably busy (the ``slow_tiny`` and ``slow_pool`` fixtures of tests/parallel/conftest.py).
+Crash and timeout tests use ``tiny`` with the UE stop rule made unreachable and the
+stationary stop off, so that every evaluation runs exactly ``ue_max_iterations``
+iterations: a legitimately slow task (about 0.4 s) whose worker is reliably busy (the
+``slow_tiny`` and ``slow_pool`` fixtures of tests/parallel/conftest.py). The first test
+checks that premise.
 """
 
 from __future__ import annotations
@@ -19,8 +20,13 @@ import time
 import psutil
 import pytest
 
-from evcs_gym import BatchEvaluationError, ParallelEvaluatorPool, WorkerCrashedError
-from tests.helpers import price_vectors, serial, wait_for, zombie
+from evcs_gym import (
+    BatchEvaluationError,
+    EVCSRewardEvaluator,
+    ParallelEvaluatorPool,
+    WorkerCrashedError,
+)
+from tests.helpers import SLOW_ITERATIONS, price_vectors, serial, wait_for, zombie
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -36,6 +42,15 @@ def _kill_a_busy_worker(pool: ParallelEvaluatorPool, out: dict) -> None:
             os.kill(pid, signal.SIGKILL)
             return
         time.sleep(0.005)
+
+
+def test_slow_tiny_runs_every_evaluation_to_the_cap(slow_tiny):
+    """The timeouts below (0.1 s) rest on every task running the iteration cap."""
+    evaluator = EVCSRewardEvaluator(slow_tiny)
+    for seed, prices in enumerate(price_vectors(slow_tiny, 4, seed=4)):
+        stats = evaluator.evaluate(prices, seed=seed).ue_stats
+        assert stats["stop_reason"] == "max_iterations", stats["stop_reason"]
+        assert stats["window"][1] == SLOW_ITERATIONS  # the whole run: no early stop
 
 
 def test_worker_killed_mid_batch(slow_pool, slow_tiny):
