@@ -222,3 +222,21 @@ def test_siouxfalls_evaluations_answer_the_long_run_level(load_script):
         if not ok
     }
     assert misses <= SIOUXFALLS_LONG_RUN_KNOWN_MISSES, misses
+
+
+def test_repeated_market_plays_the_impulse_on_the_learned_policies(load_script, tmp_path, capsys):
+    study = load_script("benchmarks/studies", "repeated_market")
+    argv = ["--budget", "40", "--seeds", "0", "--horizon", "6", "--shock", "3", "--last", "2"]
+    assert study.main([*argv, "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "maddpg__seed0.json").read_text())
+    path, impulse = np.asarray(record["path"]), np.asarray(record["impulse"])
+    assert path.shape == impulse.shape == (6, 2, 4)  # rounds, stations, periods
+    np.testing.assert_array_equal(path[:3], impulse[:3])  # the same rounds until the cut
+    floor = evcs_gym.load_scenario("tiny_market").price_bounds["A"][0]
+    assert np.all(impulse[3, 0] == floor) and not np.all(path[3, 0] == floor)
+    assert record["collusion_index"]["delta"] is not None and record["evaluations"] == 40
+    assert (tmp_path / "impulse_response.png").stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "| maddpg | 0 |" in out and "maddpg (1 seeds): Δ" in out
+    assert study.main([*argv, "--out", str(tmp_path), "--resume"]) == 0  # kept, not rerun
+    assert "kept maddpg__seed0.json" in capsys.readouterr().out

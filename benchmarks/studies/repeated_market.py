@@ -1,0 +1,361 @@
+"""Study: in the repeated market game, do learning stations compete or collude?
+
+Calvano et al. (AER 2020)'s setting on the ``tiny_market`` game: the stations play the
+stage game round after round, each observing the last ``--k`` rounds' prices (and its
+own flows) through :class:`~evcs_gym.wrappers.HistoryWrapper`, and learn with discount
+``--gamma`` (0.95, Calvano's δ) so that tomorrow's rivals' prices can enter today's
+choice. For each algorithm and seed this script
+
+1. trains for ``--budget`` evaluations (episodes of ``--rounds`` rounds; the training
+   loop of ``evcs-gym train``: :class:`~evcs_gym.baselines.GameTrainer`, the learner's
+   config from :func:`~evcs_gym.baselines.recipe.learner_config` with ``gamma`` set);
+2. plays the learned pure policies for ``--horizon`` rounds from mid-bounds (the
+   *path*), and again with one station forced to its floor in round ``--shock`` (the
+   *impulse*), both on the same evaluation seeds;
+3. scores the path's last ``--last`` rounds: their mean prices as a one-step profile,
+   verified like the grid's cells (NashConv: 32 candidates per station, 4 seeds) with
+   their collusion index Δ = (R − R_N) / (R_M − R_N); and how far the prices still move
+   over those rounds (the *cycle amplitude*, the largest swing of a station's mean price,
+   as a share of its price range);
+4. records whether training settled: the learners' pure prices over each tenth of
+   training, and their *drift* between the last two tenths (a share of the range).
+
+A run reads as *collusion* when Δ is clearly above 0 (its 95 % interval over seeds above
+0.2), as *competition* when Δ is within 0.2 of 0 and NashConv small, and as a *cycle* when
+the prices still swing by more than 10 % of the range in the last rounds. The impulse
+response says whether a deviation is punished (the rivals' prices fall after the
+forced cut, then return) or ignored.
+
+Output in ``--out``: one JSON per (algorithm, seed) (``--resume`` keeps those already
+there), ``impulse_response.png`` (every station's mean price per round, the shocked path
+over the unshocked one, the Nash and collusive references as lines) and ``report.txt``
+(the table and the plain statement).
+
+Run: ``python benchmarks/studies/repeated_market.py --algorithms maddpg iddpg --seeds 0 1 2
+--budget 6000 --resume --out benchmarks/results/repeated_tiny_market``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import evcs_gym
+from evcs_gym.equilibrium import exploitability
+from evcs_gym.equilibrium.collusion import collusion_index
+from evcs_gym.scenarios import load_references
+from evcs_gym.wrappers import HistoryWrapper, make_vector_env
+
+VERIFY = {"budget": 32, "seeds": 4, "search_seeds": 2}
+"""The verification of the grid's ``tiny`` cells (``benchmarks/marl/runners/common.py``)."""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--scenario", default="tiny_market")
+    p.add_argument("--algorithms", nargs="+", default=["maddpg"])
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--budget", type=int, default=6000, help="training evaluations")
+    p.add_argument("--rounds", type=int, default=10, help="rounds per training episode")
+    p.add_argument("--k", type=int, default=1, help="past rounds each station observes")
+    p.add_argument("--gamma", type=float, default=0.95, help="the learners' discount")
+    p.add_argument("--num-envs", type=int, default=2)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--horizon", type=int, default=30, help="rounds of the evaluation path")
+    p.add_argument("--shock", type=int, default=15, help="round of the forced cut (0-based)")
+    p.add_argument("--shocked", default=None, help="the station cut (default: the first)")
+    p.add_argument("--last", type=int, default=5, help="rounds scored at the path's end")
+    p.add_argument("--out", type=Path, default=Path("runs/repeated_market"))
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--report-only", action="store_true")
+    return p.parse_args(argv)
+
+
+def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Any, dict[str, Any]]:
+    """Train one learner on the repeated game; return it and the run's figures."""
+    from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
+    from evcs_gym.baselines.recipe import learner_config
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    venv = make_vector_env(
+        args.num_envs,
+        scenario=nd,
+        rounds=args.rounds,
+        history={"k": args.k},
+        n_workers=args.workers,
+    )
+    try:
+        cls = ALGORITHMS[algorithm]
+        config = dataclasses.replace(
+            learner_config(cls.config_cls, args.budget, seed=seed), gamma=args.gamma
+        )
+        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
+        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
+        algo = cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
+        trainer = GameTrainer(
+            venv,
+            algo,
+            TrainerConfig(budget=args.budget, check_every=10**9, seed=seed, progress=False),
+        )
+        t0 = time.perf_counter()
+        result = trainer.train()
+        rows = [r for r in trainer.history.evaluations if r.kind == "train"]
+        raw = sum(r.ue_iterations for r in rows)
+        info = {
+            "training_prices": training_blocks(rows, list(venv.possible_agents), nd),
+            "evaluations": result.evaluations,
+            "train_seconds": round(time.perf_counter() - t0, 1),
+            "raw_simulations": int(raw),
+            "config": {
+                k: v for k, v in dataclasses.asdict(config).items() if not k.startswith("_")
+            },
+        }
+    finally:
+        venv.close()
+    return algo, info
+
+
+def training_blocks(rows: list[Any], agents: list[str], nd: evcs_gym.NetworkData) -> dict:
+    """The learners' pure prices along training: each station's mean over its periods and
+    over each tenth of the training evaluations, and the *drift*, the largest change
+    between the last two tenths as a share of the price range (small: settled)."""
+    pure = np.array([[np.mean(r.pure_prices[a]) for a in agents] for r in rows])
+    blocks = np.array([b.mean(axis=0) for b in np.array_split(pure, 10)])
+    span = np.array([nd.price_bounds[a][1] - nd.price_bounds[a][0] for a in agents])
+    drift = float(np.max(np.abs(blocks[-1] - blocks[-2]) / span))
+    return {"blocks": blocks.tolist(), "drift": drift}
+
+
+def play(
+    algo: Any,
+    nd: evcs_gym.NetworkData,
+    args: argparse.Namespace,
+    seed: int,
+    shocked: str | None,
+) -> np.ndarray:
+    """Prices ``(horizon, n_agents, n_periods)`` of the learned pure policies from
+    mid-bounds; with ``shocked``, that station plays its floor in round ``args.shock``."""
+    env = HistoryWrapper(evcs_gym.parallel_env(scenario=nd), args.horizon, k=args.k)
+    obs, _ = env.reset(seed=seed, options={"initial_prices": "mid"})
+    agents = list(env.possible_agents)
+    path = []
+    for t in range(args.horizon):
+        batch = {a: np.asarray(obs[a], dtype=np.float32)[None] for a in agents}
+        pure = algo.get_pure_actions(batch)
+        actions = {a: np.asarray(v[0], dtype=float) for a, v in pure.items()}
+        if shocked is not None and t == args.shock:
+            actions[shocked] = np.full(nd.n_periods, nd.price_bounds[shocked][0])
+        obs, _, _, _, infos = env.step(actions)
+        path.append([np.asarray(infos[a]["prices"], dtype=float) for a in agents])
+    env.close()
+    return np.asarray(path)
+
+
+def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, Any]:
+    nd = evcs_gym.load_scenario(args.scenario)
+    references = load_references(nd)
+    if references is None:
+        raise SystemExit(f"{args.scenario} ships no references: Δ is undefined")
+    shocked = args.shocked or nd.agent_names[0]
+    algo, info = train(args, algorithm, seed)
+    path = play(algo, nd, args, seed, None)
+    impulse = play(algo, nd, args, seed, shocked)
+    last = path[-args.last :]
+    prices = {a: last[:, i].mean(axis=0) for i, a in enumerate(nd.agent_names)}
+    lo = np.array([nd.price_bounds[a][0] for a in nd.agent_names])
+    hi = np.array([nd.price_bounds[a][1] for a in nd.agent_names])
+    station_means = last.mean(axis=2)  # (last, n_agents)
+    amplitude = float(np.max((station_means.max(axis=0) - station_means.min(axis=0)) / (hi - lo)))
+    with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
+        cert = exploitability(
+            pool,
+            prices,
+            seeds=list(range(VERIFY["seeds"])),
+            search_seeds=VERIFY["search_seeds"],
+            budget=VERIFY["budget"],
+        )
+        index = collusion_index(pool, prices, references, seeds=list(cert.seeds))
+    return {
+        "scenario": nd.name,
+        "settings_hash": nd.settings_hash,
+        "version": evcs_gym.__version__,
+        "algorithm": algorithm,
+        "seed": seed,
+        "rounds": args.rounds,
+        "k": args.k,
+        "gamma": args.gamma,
+        **info,
+        "horizon": args.horizon,
+        "shock": args.shock,
+        "shocked": shocked,
+        "last": args.last,
+        "path": path.tolist(),
+        "impulse": impulse.tolist(),
+        "prices": {a: v.tolist() for a, v in prices.items()},
+        "cycle_amplitude": amplitude,
+        "relative_nash_conv": cert.relative_nash_conv,
+        "relative_nash_conv_se": cert.relative_nash_conv_se,
+        "verify_evaluations": cert.evaluations,
+        "collusion_index": index.to_dict(),
+    }
+
+
+def verdict(deltas: np.ndarray, nash_convs: np.ndarray, amplitudes: np.ndarray) -> str:
+    """The plain statement for one algorithm's seeds (module docstring)."""
+    lo, hi = interval(deltas)
+    if np.median(amplitudes) > 0.10:
+        return "cycle: the prices still swing by more than 10 % of the range"
+    if lo > 0.2:
+        return f"collude above Nash (Δ {deltas.mean():.2f}, 95 % interval above 0.2)"
+    if hi < 0.2 and lo > -0.2 and np.mean(nash_convs) < 0.05:
+        return "compete to Nash (Δ within 0.2 of 0, NashConv under 5 %)"
+    if hi < -0.2:
+        return "compete below Nash (Δ below 0: prices under the equilibrium's)"
+    return "no clear answer: Δ's interval spans competition and collusion"
+
+
+def interval(values: np.ndarray) -> tuple[float, float]:
+    """A 95 % interval of the mean over seeds (normal, from the standard error)."""
+    if len(values) < 2:
+        return float(values.mean()), float(values.mean())
+    half = 1.96 * float(np.std(values, ddof=1) / np.sqrt(len(values)))
+    return float(values.mean() - half), float(values.mean() + half)
+
+
+def report(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
+    nd = evcs_gym.load_scenario(args.scenario)
+    lines = [
+        f"Repeated {nd.name} (settings {nd.settings_hash}): k = {args.k} past round(s) "
+        f"observed, discount {args.gamma}, {args.budget} training evaluations in episodes "
+        f"of {args.rounds} rounds; scored on the last {args.last} of {args.horizon} rounds "
+        "from mid-bounds",
+        "",
+        "| algorithm | seed | NashConv | Δ | cycle amplitude | training drift | training "
+        "(raw sims) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r["algorithm"], r["seed"])):
+        ci = r["collusion_index"]
+        lines.append(
+            f"| {r['algorithm']} | {r['seed']} | {r['relative_nash_conv']:.2%} ± "
+            f"{r['relative_nash_conv_se']:.2%} | {ci['delta']:.2f} ± {ci['delta_se'] or 0:.2f} | "
+            f"{r['cycle_amplitude']:.0%} | {r['training_prices']['drift']:.1%} | "
+            f"{r['train_seconds'] / 60:.1f} min "
+            f"({r['raw_simulations']}) |"
+        )
+    lines.append("")
+    for algorithm in sorted({r["algorithm"] for r in records}):
+        rs = [r for r in records if r["algorithm"] == algorithm]
+        deltas = np.array([r["collusion_index"]["delta"] for r in rs])
+        ncs = np.array([r["relative_nash_conv"] for r in rs])
+        amps = np.array([r["cycle_amplitude"] for r in rs])
+        lo, hi = interval(deltas)
+        lines.append(
+            f"{algorithm} ({len(rs)} seeds): Δ {deltas.mean():.2f} [{lo:.2f}, {hi:.2f}], "
+            f"NashConv {ncs.mean():.2%}, cycle amplitude {np.median(amps):.0%} (median): "
+            + verdict(deltas, ncs, amps)
+        )
+    ci = records[0]["collusion_index"]
+    lines.append(
+        f"references on seeds {ci['seeds']}: Nash total revenue {ci['nash_revenue']:.0f}, "
+        f"collusive {ci['collusive_revenue']:.0f}"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def plot(args: argparse.Namespace, records: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    nd = evcs_gym.load_scenario(args.scenario)
+    refs = load_references(nd)
+    assert refs is not None
+    algorithms = sorted({r["algorithm"] for r in records})
+    seeds = sorted({r["seed"] for r in records})
+    fig, axes = plt.subplots(
+        len(algorithms),
+        len(seeds),
+        figsize=(3.0 * len(seeds) + 0.6, 2.8 * len(algorithms) + 0.6),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for r in records:
+        ax = axes[algorithms.index(r["algorithm"])][seeds.index(r["seed"])]
+        ax.set_visible(True)
+        base = np.asarray(r["path"]).mean(axis=2)
+        shocked = np.asarray(r["impulse"]).mean(axis=2)
+        rounds = np.arange(len(base))
+        for i, a in enumerate(nd.agent_names):
+            c = colors[i % len(colors)]
+            ax.plot(rounds, shocked[:, i], color=c, label=a)
+            ax.plot(rounds, base[:, i], color=c, ls=":", lw=1)
+            ax.axhline(np.mean(refs.nash[a]), color=c, ls="--", lw=0.8, alpha=0.6)
+            ax.axhline(np.mean(refs.collusive[a]), color=c, ls="-.", lw=0.8, alpha=0.6)
+        ax.axvline(r["shock"], color="grey", lw=0.8)
+        ax.set_title(f"{r['algorithm']}, seed {r['seed']}", fontsize=9)
+    for ax in axes[-1]:
+        ax.set_xlabel("round")
+    for row in axes:
+        row[0].set_ylabel("mean price")
+    first = records[0]
+    axes[0][0].legend(
+        fontsize=7, title=f"{first['shocked']} cut in round {first['shock']}", title_fontsize=7
+    )
+    fig.suptitle(
+        f"Repeated {nd.name}: solid with the cut, dotted without;\n"
+        "dashed: Nash reference, dash-dot: collusive reference",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    nd = evcs_gym.load_scenario(args.scenario)
+    if not args.report_only:
+        for algorithm in args.algorithms:
+            for seed in args.seeds:
+                path = args.out / f"{algorithm}__seed{seed}.json"
+                if args.resume and path.exists():
+                    old = json.loads(path.read_text())
+                    if old.get("settings_hash") == nd.settings_hash:
+                        print(f"kept {path.name}", flush=True)
+                        continue
+                t0 = time.perf_counter()
+                record = run_one(args, algorithm, seed)
+                record["wall_s"] = round(time.perf_counter() - t0, 1)
+                path.write_text(json.dumps(record, indent=1) + "\n")
+                ci = record["collusion_index"]
+                print(
+                    f"{path.name}: NashConv {record['relative_nash_conv']:.2%}, Δ "
+                    f"{ci['delta']:.2f}, cycle {record['cycle_amplitude']:.0%}, "
+                    f"{record['wall_s'] / 60:.1f} min",
+                    flush=True,
+                )
+    records = [json.loads(p.read_text()) for p in sorted(args.out.glob("*__seed*.json"))]
+    if records:
+        text = report(args, records)
+        (args.out / "report.txt").write_text(text)
+        plot(args, records, args.out / "impulse_response.png")
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
