@@ -122,14 +122,24 @@ STAGES = {
 ``how`` records."""
 
 
+SHOWN_ON_THE_PAGE = {
+    ("siouxfalls_market", "floor"): 98_212,
+    ("siouxfalls_market", "mid-bounds"): 95_243,
+}
+"""Total revenue (seeds 0-3) of the profiles the solver reaches on the Sioux Falls market
+from each start, other equilibria than N, shown on the game's page (its calibration log,
+sections 26 and 27)."""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("start", ["mid-bounds", "floor"])
 def test_the_solver_converges_to_a_certified_equilibrium(market, references, start):
     """``evcs-gym solve --scenario <game> --seeds 4 --target 0.02`` (each stage of
     :data:`STAGES`) from mid-bounds and from the floor (``--start``): both converge to an
-    interior equilibrium that earns each station the Nash reference's revenue within
-    max(3 SE, 3 %), but for the Sioux Falls market from mid-bounds, which converges to a
-    second, lower equilibrium (95,243 against N's 100,633; its page)."""
+    interior equilibrium. On ``tiny_market`` both earn each station the Nash reference's
+    revenue within max(3 SE, 3 %). The Sioux Falls market has several equilibria within
+    6 % of each other: from each start the solver stops at another, and the page shows
+    both (:data:`SHOWN_ON_THE_PAGE`)."""
     lo, hi = bounds(market)
     prices = None
     if start == "floor":
@@ -140,7 +150,10 @@ def test_the_solver_converges_to_a_certified_equilibrium(market, references, sta
         prices = res.prices
     assert res.converged and res.relative_nash_conv <= 0.02
     assert interior(market, res.prices)
-    if market.name == "siouxfalls_market" and start == "mid-bounds":
+    shown = SHOWN_ON_THE_PAGE.get((market.name, start))
+    if shown is not None:
+        total = sum(res.certificate.seed_rewards[a].mean() for a in market.agent_names)
+        assert abs(total - shown) <= 0.03 * shown, total
         return
     reference = exploitability(market, references.nash, budget=1, seeds=SEEDS)
     for agent in market.agent_names:
