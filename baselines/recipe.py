@@ -40,10 +40,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from evcs_gym.baselines.maddpg import MADDPGConfig
+    from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
 
 __all__ = [
     "BudgetSettings",
@@ -51,6 +51,7 @@ __all__ = [
     "budget_settings",
     "default_verify_budget",
     "learner_config",
+    "make_learner",
     "verification_plan",
 ]
 
@@ -138,6 +139,36 @@ def learner_config(
     if actor_lr is not None:
         config = dataclasses.replace(config, actor_lr=actor_lr)
     return config
+
+
+LearnerT = TypeVar("LearnerT", bound="MADDPG")
+
+
+def make_learner(algo_cls: type[LearnerT], env: Any, config: Any) -> LearnerT:
+    """A learner of class ``algo_cls`` for every agent of ``env``, with ``config``.
+
+    Args:
+        algo_cls: e.g. ``ALGORITHMS["maddpg"]``.
+        env: what the learner trains on: a PettingZoo ``ParallelEnv`` or a vector env
+            (anything with ``possible_agents``, ``observation_space(agent)`` and
+            ``action_space(agent)``).
+        config: an instance of ``algo_cls.config_cls`` (:func:`learner_config`).
+
+    Example:
+        >>> import evcs_gym
+        >>> from evcs_gym.baselines import ALGORITHMS
+        >>> cls = ALGORITHMS["iddpg"]
+        >>> algo = make_learner(cls, evcs_gym.parallel_env(scenario="tiny"), cls.config_cls())
+        >>> algo.agents
+        ['A', 'B']
+    """
+    agents = list(env.possible_agents)
+    return algo_cls(
+        {a: env.observation_space(a) for a in agents},
+        {a: env.action_space(a) for a in agents},
+        config,
+        agents=agents,
+    )
 
 
 def default_verify_budget(action_dim: int, grid: int) -> int:

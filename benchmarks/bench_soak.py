@@ -38,6 +38,7 @@ import psutil
 import evcs_gym
 from evcs_gym import ParallelEvaluatorPool
 from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
+from evcs_gym.baselines.recipe import make_learner
 from evcs_gym.wrappers import make_vector_env
 
 
@@ -101,10 +102,8 @@ def killer(pool: RecordingPool, kills: int, every: float, rng: random.Random, lo
 def train(args, nd, kills: int) -> dict:
     pool = RecordingPool(nd, n_workers=args.workers, backend=args.backend, crash_retries=3)
     venv = make_vector_env(args.num_envs, scenario=nd, rounds=None, pool=pool)
-    spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
-    spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
     cls = ALGORITHMS["maddpg"]
-    algo = cls(spaces_obs, spaces_act, cls.config_cls(seed=args.seed), agents=venv.possible_agents)
+    algo = make_learner(cls, venv, cls.config_cls(seed=args.seed))
     trainer = GameTrainer(
         venv,
         algo,

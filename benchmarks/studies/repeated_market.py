@@ -81,7 +81,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Any, dict[str, Any]]:
     """Train one learner on the repeated game; return it and the run's figures."""
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
-    from evcs_gym.baselines.recipe import learner_config
+    from evcs_gym.baselines.recipe import learner_config, make_learner
 
     nd = evcs_gym.load_scenario(args.scenario)
     venv = make_vector_env(
@@ -96,9 +96,7 @@ def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Any, dic
         config = dataclasses.replace(
             learner_config(cls.config_cls, args.budget, seed=seed), gamma=args.gamma
         )
-        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
-        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
-        algo = cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
+        algo = make_learner(cls, venv, config)
         trainer = GameTrainer(
             venv,
             algo,

@@ -123,7 +123,7 @@ def add_parser(
 def run(args: argparse.Namespace) -> int:
     """Train, print the final prices and the verification, write the run folder; 0."""
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
-    from evcs_gym.baselines.recipe import learner_config, verification_plan
+    from evcs_gym.baselines.recipe import learner_config, make_learner, verification_plan
     from evcs_gym.equilibrium.collusion import collusion_index
     from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
     from evcs_gym.network.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
@@ -148,8 +148,6 @@ def run(args: argparse.Namespace) -> int:
     game = None  # the scenario's own payoffs, opened to verify when training is on others
     with contextlib.ExitStack() as stack:
         stack.callback(venv.close)
-        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
-        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
         algo_cls = ALGORITHMS[args.algo]
         config = learner_config(
             algo_cls.config_cls,
@@ -159,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
             noise_decay=args.noise_decay,
             actor_lr=args.actor_lr,
         )
-        algo = algo_cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
+        algo = make_learner(algo_cls, venv, config)
 
         certificates: list[ExploitabilityResult] = []  # the verifier's, for their summary
         plan = verification_plan(

@@ -67,14 +67,13 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
 
 def run_episodic(algorithm: str, task: Task, seed: int, budget: int) -> Trained:
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, SerialVecEnv, TrainerConfig
+    from evcs_gym.baselines.recipe import make_learner
 
     venv = SerialVecEnv([lambda: make_env(task)] * NUM_ENVS)
     try:
         cls = ALGORITHMS[algorithm]
         config = cls.config_cls(seed=seed, **EPISODIC)
-        spaces_obs = {a: venv.observation_space(a) for a in venv.possible_agents}
-        spaces_act = {a: venv.action_space(a) for a in venv.possible_agents}
-        algo = cls(spaces_obs, spaces_act, config, agents=venv.possible_agents)
+        algo = make_learner(cls, venv, config)
         trainer = GameTrainer(
             venv,
             algo,
