@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,8 +55,8 @@ from evcs_gym.equilibrium.collusion import collusion_index
 from evcs_gym.scenarios import load_references
 from evcs_gym.wrappers import HistoryWrapper, make_vector_env
 
-VERIFY = {"budget": 32, "seeds": 4, "search_seeds": 2}
-"""The verification of the grid's ``tiny`` cells (``benchmarks/marl/runners/common.py``)."""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the grid's code
+from marl.runners.common import verify_options  # noqa: E402  (the grid's verification)
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -172,13 +173,14 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
     hi = np.array([nd.price_bounds[a][1] for a in nd.agent_names])
     station_means = last.mean(axis=2)  # (last, n_agents)
     amplitude = float(np.max((station_means.max(axis=0) - station_means.min(axis=0)) / (hi - lo)))
+    verify = verify_options(nd.name, smoke=False)
     with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
         cert = exploitability(
             pool,
             prices,
-            seeds=list(range(VERIFY["seeds"])),
-            search_seeds=VERIFY["search_seeds"],
-            budget=VERIFY["budget"],
+            seeds=list(range(verify["seeds"])),
+            search_seeds=verify["search_seeds"],
+            budget=verify["budget"],
         )
         index = collusion_index(pool, prices, references, seeds=list(cert.seeds))
     return {
