@@ -41,7 +41,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -84,8 +84,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def make_agent(algo: str, env: Any, budget: int, seed: int) -> MADDPG | MATD3:
-    """AgileRL's defaults, shrunk: every env step here costs a traffic simulation."""
+def make_agent(algo: str, env: Any, budget: int, seed: int, gamma: float = 0.0) -> MADDPG | MATD3:
+    """AgileRL's defaults, shrunk: every env step here costs a traffic simulation.
+
+    ``gamma``: the discount; 0 (stage payoffs) unless a study of the repeated game asks
+    for tomorrow's revenue to count (``benchmarks/studies/repeated_market.py``: 0.95).
+    """
     torch.manual_seed(seed)
     obs_spaces, act_spaces, ids = agent_spaces(env)
     cls = MADDPG if algo == "maddpg" else MATD3
@@ -99,19 +103,25 @@ def make_agent(algo: str, env: Any, budget: int, seed: int) -> MADDPG | MATD3:
         expl_noise=0.1,
         batch_size=min(64, max(8, budget // 8)),  # AgileRL: 64, here at most 1/8 of the run
         learn_step=1,  # AgileRL: 5; an update is cheap next to a simulation
-        gamma=0.0,  # stage payoffs, as evcs-gym's own MADDPG: AgileRL's 0.95 bootstraps
+        gamma=gamma,  # 0: stage payoffs, as evcs-gym's own MADDPG (AgileRL: 0.95)
         lr_actor=1e-3,
         lr_critic=3e-3,  # AgileRL: 1e-2
     )
 
 
 def train(
-    agent: MADDPG | MATD3, env: Any, budget: int, seed: int
+    agent: MADDPG | MATD3,
+    env: Any,
+    budget: int,
+    seed: int,
+    on_step: Callable[[dict[str, np.ndarray], dict[str, Any]], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], int, list[dict[str, float]]]:
     """AgileRL's off-policy loop for ``budget`` evaluations.
 
-    Returns the last real observation, the evaluations used and the mean revenue per
-    station of each fifth of the run.
+    ``on_step``, if given, is called with each step's real next observations and its infos (a study
+    records the deterministic prices along training with it). Returns the last real
+    observation, the evaluations used and the mean revenue per station of each fifth of
+    the run.
     """
     n = env.num_envs
     memory = ReplayBuffer(max_size=10_000)
@@ -124,6 +134,8 @@ def train(
         next_obs, rewards, terms, truncs, infos = env.step(action)
         evaluations += n
         last_obs = true_next_obs(next_obs, infos)  # the reset's obs where a round ended
+        if on_step is not None:
+            on_step(last_obs, infos)
         transition = transition_to_tensordict(
             MultiAgentTransition(
                 obs=obs, action=raw_action, reward=rewards, next_obs=last_obs, done=terms

@@ -110,6 +110,19 @@ def test_seed_spread_measures_a_profile_on_each_seed(load_script, tmp_path, caps
     assert "SE of 4 seeds" in capsys.readouterr().out
 
 
+def test_stop_rule_replay_replays_the_scenarios_rule_and_a_candidate(load_script, capsys):
+    study = load_script("benchmarks/studies", "stop_rule_replay")
+    rule = '{"ue_convergence_stable_rounds": 6}'
+    argv = ["--scenario", "tiny_market", "--seeds", "2", "--training", "1", "--random", "1"]
+    figures = study.main([*argv, "--iterations", "16", "--workers", "1", "--rule", rule])
+    assert list(figures["rules"]) == ["{}", rule]
+    for replay in figures["rules"].values():
+        assert replay["of"] > 0 and 0 <= replay["agree"] <= replay["of"]
+        assert len(replay["misses"]) == replay["of"] - replay["agree"]
+    out = capsys.readouterr().out
+    assert "long-run level (iterations 9-16)" in out and f"rule {rule}: agree" in out
+
+
 def test_bench_ue_reachability_names_an_unknown_profile(load_script):
     bench = load_script("benchmarks/studies", "bench_ue_reachability")
     with pytest.raises(SystemExit):

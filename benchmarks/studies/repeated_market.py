@@ -6,14 +6,20 @@ own flows) through :class:`~evcs_gym.wrappers.HistoryWrapper`, and learn with di
 ``--gamma`` (0.95, Calvano's δ) so that tomorrow's rivals' prices can enter today's
 choice. For each algorithm and seed this script
 
-1. trains for ``--budget`` evaluations (episodes of ``--rounds`` rounds; the training
-   loop of ``evcs-gym train``: :class:`~evcs_gym.baselines.GameTrainer`, the learner's
-   config from :func:`~evcs_gym.baselines.recipe.learner_config` with ``gamma`` set);
+1. trains for ``--budget`` evaluations (episodes of ``--rounds`` rounds). evcs-gym's own
+   learners (``maddpg``, ``iddpg``, ``mfddpg``) train with the loop of ``evcs-gym
+   train`` (:class:`~evcs_gym.baselines.GameTrainer`, the learner's config from
+   :func:`~evcs_gym.baselines.recipe.learner_config` with ``gamma`` set); the peers
+   ``agilerl-maddpg`` and ``agilerl-matd3`` with AgileRL's off-policy loop as
+   ``examples/agilerl_pricing.py`` (and the grid) runs it, ``gamma`` set. AgileRL needs
+   its own environment: where this Python has none, the script runs itself for that
+   record in ``--peer-python`` (default: the nox environment ``agilerl``);
 2. plays the learned pure policies for ``--horizon`` rounds from mid-bounds (the
    *path*), and again with one station forced to its floor in round ``--shock`` (the
    *impulse*), both on the same evaluation seeds;
 3. scores the path's last ``--last`` rounds: their mean prices as a one-step profile,
-   verified like the grid's cells (NashConv: 32 candidates per station, 4 seeds) with
+   verified as the grid verifies its cells of the same training seed (NashConv: 32
+   candidates per station searched on 2 seeds, gains on 4, from the training seed) with
    their collusion index Δ = (R − R_N) / (R_M − R_N); and how far the prices still move
    over those rounds (the *cycle amplitude*, the largest swing of a station's mean price,
    as a share of its price range);
@@ -32,18 +38,21 @@ there), ``impulse_response.png`` (every station's mean price per round, the shoc
 over the unshocked one, the Nash and collusive references as lines) and ``report.txt``
 (the table and the plain statement).
 
-Run: ``python benchmarks/studies/repeated_market.py --algorithms maddpg iddpg --seeds 0 1 2
---budget 6000 --resume --out benchmarks/results/repeated_tiny_market``.
+Run: ``python benchmarks/studies/repeated_market.py --algorithms maddpg iddpg agilerl-matd3
+--seeds 0 1 2 --budget 6000 --resume --out benchmarks/results/repeated_tiny_market``
+(``nox -s agilerl --install-only`` first, for the peer).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
+import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +65,20 @@ from evcs_gym.scenarios import load_references
 from evcs_gym.wrappers import HistoryWrapper, make_vector_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the grid's code
-from marl.runners.common import verify_options  # noqa: E402  (the grid's verification)
+from marl.runners.common import (  # noqa: E402  (the grid's verification and examples)
+    REPO,
+    load_example,
+    package_versions,
+    verify_options,
+)
+
+Policy = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
+"""A learned pure policy: ``{station: observation}`` to ``{station: prices}``."""
+
+OURS = ("maddpg", "iddpg", "mfddpg")
+PEERS = {"agilerl-maddpg": "maddpg", "agilerl-matd3": "matd3"}
+"""Peer algorithms of the study, by name, and their AgileRL algorithm; they train in the
+nox environment ``agilerl`` (``--peer-python``)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -77,11 +99,36 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, default=Path("runs/repeated_market"))
     p.add_argument("--resume", action="store_true")
     p.add_argument("--report-only", action="store_true")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--peer-python",
+        type=Path,
+        default=REPO / ".nox" / "agilerl" / "bin" / "python",
+        help="the Python that trains the AgileRL algorithms where this one has no AgileRL "
+        "(default: the nox environment, `nox -s agilerl`)",
+    )
+    p.add_argument(
+        "--rescore",
+        action="store_true",
+        help="verify the records in --out again (their last rounds' prices; training and "
+        "paths kept), e.g. after the verification changed",
+    )
+    p.add_argument("--no-report", action="store_true", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    for algorithm in args.algorithms:
+        if algorithm not in (*OURS, *PEERS):
+            p.error(f"--algorithms: unknown {algorithm!r}; known: {[*OURS, *PEERS]}")
+    return args
 
 
-def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Any, dict[str, Any]]:
-    """Train one learner on the repeated game; return it and the run's figures."""
+def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Policy, dict[str, Any]]:
+    """Train one learner on the repeated game; return its pure policy and the run's figures."""
+    if algorithm in PEERS:
+        return train_agilerl(args, PEERS[algorithm], seed)
+    return train_ours(args, algorithm, seed)
+
+
+def train_ours(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Policy, dict]:
+    """evcs-gym's own learner, trained as ``evcs-gym train`` trains it."""
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.recipe import learner_config, make_learner
 
@@ -107,26 +154,81 @@ def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Any, dic
         t0 = time.perf_counter()
         result = trainer.train()
         rows = [r for r in trainer.history.evaluations if r.kind == "train"]
-        raw = sum(r.ue_iterations for r in rows)
+        agents = list(venv.possible_agents)
+        pure = np.array([[np.mean(r.pure_prices[a]) for a in agents] for r in rows])
         info = {
-            "training_prices": training_blocks(rows, list(venv.possible_agents), nd),
+            "library": "evcs-gym",
+            "training_prices": training_blocks(pure, agents, nd),
             "evaluations": result.evaluations,
             "train_seconds": round(time.perf_counter() - t0, 1),
-            "raw_simulations": int(raw),
+            "raw_simulations": int(sum(r.ue_iterations for r in rows)),
             "config": {
                 k: v for k, v in dataclasses.asdict(config).items() if not k.startswith("_")
             },
         }
     finally:
         venv.close()
-    return algo, info
+
+    def policy(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        batch = {a: np.asarray(o, dtype=np.float32)[None] for a, o in obs.items()}
+        return {a: np.asarray(v[0], dtype=float) for a, v in algo.get_pure_actions(batch).items()}
+
+    return policy, info
 
 
-def training_blocks(rows: list[Any], agents: list[str], nd: evcs_gym.NetworkData) -> dict:
-    """The learners' pure prices along training: each station's mean over its periods and
-    over each tenth of the training evaluations, and the *drift*, the largest change
-    between the last two tenths as a share of the price range (small: settled)."""
-    pure = np.array([[np.mean(r.pure_prices[a]) for a in agents] for r in rows])
+def train_agilerl(args: argparse.Namespace, algo: str, seed: int) -> tuple[Policy, dict]:
+    """AgileRL's MADDPG / MATD3, trained by ``examples/agilerl_pricing.py``'s loop (its
+    settings, the grid's) with the discount set to ``--gamma``; needs AgileRL installed
+    (the nox environment ``agilerl``)."""
+    import torch
+
+    from evcs_gym.integrations.agilerl import learned_prices, make_vect_envs, step_values
+
+    example = load_example("agilerl_pricing")
+    torch.set_num_threads(1)
+    nd = evcs_gym.load_scenario(args.scenario)
+    agents = list(nd.agent_names)
+    env = make_vect_envs(args.num_envs, scenario=nd, rounds=args.rounds, k=args.k)
+    pure: list[list[float]] = []
+    raw = [0]
+    try:
+        agent = example.make_agent(algo, env, args.budget, seed, gamma=args.gamma)
+
+        def record(obs: dict[str, np.ndarray], infos: dict[str, Any]) -> None:
+            prices = learned_prices(agent, obs)
+            pure.append([float(np.mean(prices[a])) for a in agents])
+            raw[0] += int(step_values(infos, "ue_iterations")[agents[0]].sum())
+
+        t0 = time.perf_counter()
+        _, evaluations, _ = example.train(agent, env, args.budget, seed, on_step=record)
+        train_seconds = time.perf_counter() - t0
+    finally:
+        env.close()
+    agent.set_training_mode(False)
+    info = {
+        "library": "agilerl",
+        "training_prices": training_blocks(np.array(pure), agents, nd),
+        "evaluations": evaluations,
+        "train_seconds": round(train_seconds, 1),
+        "raw_simulations": raw[0],
+        "config": {
+            "algorithm": algo,
+            "num_envs": args.num_envs,
+            "batch_size": agent.batch_size,
+            "learn_step": agent.learn_step,
+            "gamma": agent.gamma,
+            "lr_actor": agent.lr_actor,
+            "lr_critic": agent.lr_critic,
+        },
+    }
+    return (lambda obs: learned_prices(agent, obs)), info
+
+
+def training_blocks(pure: np.ndarray, agents: list[str], nd: evcs_gym.NetworkData) -> dict:
+    """The learners' pure prices along training (``pure``: one row per training step,
+    each station's mean price over its periods): their mean over each tenth of training,
+    and the *drift*, the largest change between the last two tenths as a share of the
+    price range (small: settled)."""
     blocks = np.array([b.mean(axis=0) for b in np.array_split(pure, 10)])
     span = np.array([nd.price_bounds[a][1] - nd.price_bounds[a][0] for a in agents])
     drift = float(np.max(np.abs(blocks[-1] - blocks[-2]) / span))
@@ -134,22 +236,21 @@ def training_blocks(rows: list[Any], agents: list[str], nd: evcs_gym.NetworkData
 
 
 def play(
-    algo: Any,
+    policy: Policy,
     nd: evcs_gym.NetworkData,
     args: argparse.Namespace,
     seed: int,
     shocked: str | None,
 ) -> np.ndarray:
     """Prices ``(horizon, n_agents, n_periods)`` of the learned pure policies from
-    mid-bounds; with ``shocked``, that station plays its floor in round ``args.shock``."""
+    mid-bounds; with ``shocked``, that station plays its floor in round ``args.shock``.
+    (The observations are the training env's: the same ``HistoryWrapper`` settings.)"""
     env = HistoryWrapper(evcs_gym.parallel_env(scenario=nd), args.horizon, k=args.k)
     obs, _ = env.reset(seed=seed, options={"initial_prices": "mid"})
     agents = list(env.possible_agents)
     path = []
     for t in range(args.horizon):
-        batch = {a: np.asarray(obs[a], dtype=np.float32)[None] for a in agents}
-        pure = algo.get_pure_actions(batch)
-        actions = {a: np.asarray(v[0], dtype=float) for a, v in pure.items()}
+        actions = {a: np.asarray(v, dtype=float) for a, v in policy(obs).items()}
         if shocked is not None and t == args.shock:
             actions[shocked] = np.full(nd.n_periods, nd.price_bounds[shocked][0])
         obs, _, _, _, infos = env.step(actions)
@@ -164,29 +265,20 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
     if references is None:
         raise SystemExit(f"{args.scenario} ships no references: Δ is undefined")
     shocked = args.shocked or nd.agent_names[0]
-    algo, info = train(args, algorithm, seed)
-    path = play(algo, nd, args, seed, None)
-    impulse = play(algo, nd, args, seed, shocked)
+    policy, info = train(args, algorithm, seed)
+    path = play(policy, nd, args, seed, None)
+    impulse = play(policy, nd, args, seed, shocked)
     last = path[-args.last :]
     prices = {a: last[:, i].mean(axis=0) for i, a in enumerate(nd.agent_names)}
     lo = np.array([nd.price_bounds[a][0] for a in nd.agent_names])
     hi = np.array([nd.price_bounds[a][1] for a in nd.agent_names])
     station_means = last.mean(axis=2)  # (last, n_agents)
     amplitude = float(np.max((station_means.max(axis=0) - station_means.min(axis=0)) / (hi - lo)))
-    verify = verify_options(nd.name, smoke=False)
-    with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
-        cert = exploitability(
-            pool,
-            prices,
-            seeds=list(range(verify["seeds"])),
-            search_seeds=verify["search_seeds"],
-            budget=verify["budget"],
-        )
-        index = collusion_index(pool, prices, references, seeds=list(cert.seeds))
     return {
         "scenario": nd.name,
         "settings_hash": nd.settings_hash,
         "version": evcs_gym.__version__,
+        "versions": package_versions(),
         "algorithm": algorithm,
         "seed": seed,
         "rounds": args.rounds,
@@ -201,8 +293,30 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
         "impulse": impulse.tolist(),
         "prices": {a: v.tolist() for a, v in prices.items()},
         "cycle_amplitude": amplitude,
+        **score(nd, prices, seed, args.workers),
+    }
+
+
+def score(
+    nd: evcs_gym.NetworkData, prices: dict[str, Any], seed: int, workers: int
+) -> dict[str, Any]:
+    """NashConv and Δ of ``prices`` as a one-step profile, verified as the grid verifies
+    the cells of training seed ``seed`` (:func:`marl.runners.common.verify_options`: the
+    search on the first seeds from ``seed``, every gain re-evaluated on the seeds
+    ``seed, seed + 1, ...``); Δ on the same seeds."""
+    references = load_references(nd)
+    assert references is not None
+    verify = verify_options(nd.name, smoke=False)
+    seeds = list(range(seed, seed + verify["seeds"]))
+    with evcs_gym.ParallelEvaluatorPool(nd, n_workers=workers) as pool:
+        cert = exploitability(
+            pool, prices, seeds=seeds, search_seeds=verify["search_seeds"], budget=verify["budget"]
+        )
+        index = collusion_index(pool, prices, references, seeds=list(cert.seeds))
+    return {
         "relative_nash_conv": cert.relative_nash_conv,
         "relative_nash_conv_se": cert.relative_nash_conv_se,
+        "verify_seeds": list(cert.seeds),
         "verify_evaluations": cert.evaluations,
         "collusion_index": index.to_dict(),
     }
@@ -236,12 +350,14 @@ def interval(values: np.ndarray) -> tuple[float, float]:
     return float(values.mean() - half), float(values.mean() + half)
 
 
-def command(args: argparse.Namespace) -> str:
-    """The command that reproduces the records: every option spelled out."""
-    algorithms = sorted({*args.algorithms})
+def command(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
+    """The command that reproduces ``records``: their algorithms and seeds, every option
+    spelled out."""
+    algorithms = sorted({r["algorithm"] for r in records})
+    seeds = sorted({int(r["seed"]) for r in records})
     return (
         f"python benchmarks/studies/repeated_market.py --scenario {args.scenario} "
-        f"--algorithms {' '.join(algorithms)} --seeds {' '.join(map(str, args.seeds))} "
+        f"--algorithms {' '.join(algorithms)} --seeds {' '.join(map(str, seeds))} "
         f"--budget {args.budget} --rounds {args.rounds} --k {args.k} --gamma {args.gamma} "
         f"--horizon {args.horizon} --shock {args.shock} --last {args.last} --resume "
         f"--out {args.out}"
@@ -251,7 +367,7 @@ def command(args: argparse.Namespace) -> str:
 def report(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
     nd = evcs_gym.load_scenario(args.scenario)
     lines = [
-        f"$ {command(args)}",
+        f"$ {command(args, records)}",
         f"Repeated {nd.name} (settings {nd.settings_hash}): k = {args.k} past round(s) "
         f"observed, discount {args.gamma}, {args.budget} training evaluations in episodes "
         f"of {args.rounds} rounds; scored on the last {args.last} of {args.horizon} rounds "
@@ -344,6 +460,30 @@ def plot(args: argparse.Namespace, records: list[dict[str, Any]], path: Path) ->
     plt.close(fig)
 
 
+def run_in_peer_python(args: argparse.Namespace, algorithm: str, seed: int) -> None:
+    """Run this script for one peer record in ``--peer-python`` (the record lands in
+    ``--out``); a failure there stops the study."""
+    python = args.peer_python
+    if not python.exists():
+        raise SystemExit(
+            f"{algorithm} needs AgileRL: no Python at --peer-python {python} "
+            "(run `nox -s agilerl --install-only`)"
+        )
+    argv = [str(python), str(Path(__file__).resolve()), "--algorithms", algorithm]
+    argv += ["--seeds", str(seed), "--out", str(args.out), "--no-report"]
+    for name in ("scenario", "budget", "rounds", "k", "gamma", "num_envs", "workers"):
+        argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
+    for name in ("horizon", "shock", "last"):
+        argv += [f"--{name}", str(getattr(args, name))]
+    if args.shocked is not None:
+        argv += ["--shocked", args.shocked]
+    subprocess.run(argv, check=True, cwd=REPO)
+
+
+def has_agilerl() -> bool:
+    return importlib.util.find_spec("agilerl") is not None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -357,6 +497,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     if old.get("settings_hash") == nd.settings_hash:
                         print(f"kept {path.name}", flush=True)
                         continue
+                if algorithm in PEERS and not has_agilerl():
+                    run_in_peer_python(args, algorithm, seed)
+                    continue
                 t0 = time.perf_counter()
                 record = run_one(args, algorithm, seed)
                 record["wall_s"] = round(time.perf_counter() - t0, 1)
@@ -368,6 +511,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                     f"{record['wall_s'] / 60:.1f} min",
                     flush=True,
                 )
+    if args.rescore:
+        for path in sorted(args.out.glob("*__seed*.json")):
+            record = json.loads(path.read_text())
+            if record["settings_hash"] != nd.settings_hash:
+                raise SystemExit(f"{path.name} was measured on other settings: run it again")
+            record.update(score(nd, record["prices"], int(record["seed"]), args.workers))
+            path.write_text(json.dumps(record, indent=1) + "\n")
+            print(f"rescored {path.name}", flush=True)
+    if args.no_report:
+        return 0
     records = [json.loads(p.read_text()) for p in sorted(args.out.glob("*__seed*.json"))]
     if records:
         text = report(args, records)
