@@ -189,15 +189,15 @@ def train_agilerl(args: argparse.Namespace, algo: str, seed: int) -> tuple[Polic
     nd = evcs_gym.load_scenario(args.scenario)
     agents = list(nd.agent_names)
     env = make_vect_envs(args.num_envs, scenario=nd, rounds=args.rounds, k=args.k)
-    pure: list[list[float]] = []
-    raw = [0]
+    pure: list[list[float]] = []  # each step's deterministic prices, a station's mean
+    raw: list[int] = []  # each step's UE iterations over the copies
     try:
         agent = example.make_agent(algo, env, args.budget, seed, gamma=args.gamma)
 
         def record(obs: dict[str, np.ndarray], infos: dict[str, Any]) -> None:
             prices = learned_prices(agent, obs)
             pure.append([float(np.mean(prices[a])) for a in agents])
-            raw[0] += int(step_values(infos, "ue_iterations")[agents[0]].sum())
+            raw.append(int(step_values(infos, "ue_iterations")[agents[0]].sum()))
 
         t0 = time.perf_counter()
         _, evaluations, _ = example.train(agent, env, args.budget, seed, on_step=record)
@@ -210,7 +210,7 @@ def train_agilerl(args: argparse.Namespace, algo: str, seed: int) -> tuple[Polic
         "training_prices": training_blocks(np.array(pure), agents, nd),
         "evaluations": evaluations,
         "train_seconds": round(train_seconds, 1),
-        "raw_simulations": raw[0],
+        "raw_simulations": sum(raw),
         "config": {
             "algorithm": algo,
             "num_envs": args.num_envs,

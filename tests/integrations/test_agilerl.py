@@ -5,6 +5,8 @@ Runs in ``nox -s agilerl`` (agilerl 2.58.0); skipped where AgileRL is not instal
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,7 @@ from agilerl.components.data import (  # noqa: E402
 from agilerl.components.replay_buffer import ReplayBuffer  # noqa: E402
 from gymnasium import spaces  # noqa: E402
 
+import evcs_gym  # noqa: E402
 from evcs_gym.integrations import agilerl as adapter  # noqa: E402
 from evcs_gym.wrappers import HistoryWrapper  # noqa: E402
 
@@ -175,3 +178,20 @@ def test_example_runs_at_smoke_budget(load_script, capsys, monkeypatch, algo):
     assert out["relative_nash_conv"] >= 0 and np.isfinite(out["relative_nash_conv_se"])
     printed = capsys.readouterr().out
     assert "verified NashConv:" in printed and "2 seeds" in printed
+
+
+def test_the_repeated_market_study_trains_an_agilerl_peer(load_script, tmp_path):
+    """``benchmarks/studies/repeated_market.py`` with AgileRL installed trains the peer in
+    this process, with the study's discount, and scores its learned policy's path."""
+    study = load_script("benchmarks/studies", "repeated_market")
+    argv = ["--algorithms", "agilerl-matd3", "--budget", "24", "--seeds", "0", "--horizon", "6"]
+    argv += ["--shock", "3", "--last", "2", "--out", str(tmp_path), "--no-report"]
+    assert study.main(argv) == 0
+    record = json.loads((tmp_path / "agilerl-matd3__seed0.json").read_text())
+    assert record["library"] == "agilerl" and record["config"]["gamma"] == 0.95
+    assert record["evaluations"] == 24 and record["raw_simulations"] >= 24
+    assert len(record["training_prices"]["blocks"]) == 10
+    path, impulse = np.asarray(record["path"]), np.asarray(record["impulse"])
+    np.testing.assert_array_equal(path[:3], impulse[:3])  # the same policy until the cut
+    floor = evcs_gym.load_scenario("tiny_market").price_bounds["A"][0]
+    assert np.all(impulse[3, 0] == floor) and record["collusion_index"]["delta"] is not None
