@@ -293,19 +293,17 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
         "impulse": impulse.tolist(),
         "prices": {a: v.tolist() for a, v in prices.items()},
         "cycle_amplitude": amplitude,
-        **score(nd, prices, seed, args.workers),
+        **score(nd, references, prices, seed, args.workers),
     }
 
 
 def score(
-    nd: evcs_gym.NetworkData, prices: dict[str, Any], seed: int, workers: int
+    nd: evcs_gym.NetworkData, references: Any, prices: dict[str, Any], seed: int, workers: int
 ) -> dict[str, Any]:
     """NashConv and Δ of ``prices`` as a one-step profile, verified as the grid verifies
     the cells of training seed ``seed`` (:func:`marl.runners.common.verify_options`: the
     search on the first seeds from ``seed``, every gain re-evaluated on the seeds
     ``seed, seed + 1, ...``); Δ on the same seeds."""
-    references = load_references(nd)
-    assert references is not None
     verify = verify_options(nd.name, smoke=False)
     seeds = list(range(seed, seed + verify["seeds"]))
     with evcs_gym.ParallelEvaluatorPool(nd, n_workers=workers) as pool:
@@ -471,10 +469,9 @@ def run_in_peer_python(args: argparse.Namespace, algorithm: str, seed: int) -> N
         )
     argv = [str(python), str(Path(__file__).resolve()), "--algorithms", algorithm]
     argv += ["--seeds", str(seed), "--out", str(args.out), "--no-report"]
-    for name in ("scenario", "budget", "rounds", "k", "gamma", "num_envs", "workers"):
+    options = ("scenario", "budget", "rounds", "k", "gamma", "num_envs", "workers")
+    for name in (*options, "horizon", "shock", "last"):
         argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    for name in ("horizon", "shock", "last"):
-        argv += [f"--{name}", str(getattr(args, name))]
     if args.shocked is not None:
         argv += ["--shocked", args.shocked]
     subprocess.run(argv, check=True, cwd=REPO)
@@ -512,11 +509,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
     if args.rescore:
+        references = load_references(nd)
         for path in sorted(args.out.glob("*__seed*.json")):
             record = json.loads(path.read_text())
             if record["settings_hash"] != nd.settings_hash:
                 raise SystemExit(f"{path.name} was measured on other settings: run it again")
-            record.update(score(nd, record["prices"], int(record["seed"]), args.workers))
+            record.update(
+                score(nd, references, record["prices"], int(record["seed"]), args.workers)
+            )
             path.write_text(json.dumps(record, indent=1) + "\n")
             print(f"rescored {path.name}", flush=True)
     if args.no_report:
