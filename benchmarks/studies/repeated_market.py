@@ -61,7 +61,7 @@ import numpy as np
 import evcs_gym
 from evcs_gym.equilibrium import exploitability
 from evcs_gym.equilibrium.collusion import collusion_index
-from evcs_gym.scenarios import load_references
+from evcs_gym.scenarios import References, load_references
 from evcs_gym.wrappers import HistoryWrapper, make_vector_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the grid's code
@@ -261,9 +261,7 @@ def play(
 
 def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, Any]:
     nd = evcs_gym.load_scenario(args.scenario)
-    references = load_references(nd)
-    if references is None:
-        raise SystemExit(f"{args.scenario} ships no references: Δ is undefined")
+    references = shipped_references(nd)
     shocked = args.shocked or nd.agent_names[0]
     policy, info = train(args, algorithm, seed)
     path = play(policy, nd, args, seed, None)
@@ -297,8 +295,21 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
     }
 
 
+def shipped_references(nd: evcs_gym.NetworkData) -> References:
+    """The game's Nash and collusive references, which Δ and the plot are measured
+    against; a scenario without them cannot be studied here."""
+    references = load_references(nd)
+    if references is None:
+        raise SystemExit(f"{nd.name} ships no references: Δ is undefined")
+    return references
+
+
 def score(
-    nd: evcs_gym.NetworkData, references: Any, prices: dict[str, Any], seed: int, workers: int
+    nd: evcs_gym.NetworkData,
+    references: References,
+    prices: dict[str, Any],
+    seed: int,
+    workers: int,
 ) -> dict[str, Any]:
     """NashConv and Δ of ``prices`` as a one-step profile, verified as the grid verifies
     the cells of training seed ``seed`` (:func:`marl.runners.common.verify_options`: the
@@ -411,8 +422,7 @@ def plot(args: argparse.Namespace, records: list[dict[str, Any]], path: Path) ->
     import matplotlib.pyplot as plt
 
     nd = evcs_gym.load_scenario(args.scenario)
-    refs = load_references(nd)
-    assert refs is not None
+    refs = shipped_references(nd)
     algorithms = sorted({r["algorithm"] for r in records})
     seeds = sorted({r["seed"] for r in records})
     fig, axes = plt.subplots(
@@ -509,7 +519,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
     if args.rescore:
-        references = load_references(nd)
+        references = shipped_references(nd)
         for path in sorted(args.out.glob("*__seed*.json")):
             record = json.loads(path.read_text())
             if record["settings_hash"] != nd.settings_hash:
