@@ -11,11 +11,11 @@ does:
   critics see the whole action box;
 * :func:`learner_config` -- a learner's config with those settings, the exploration noise
   asked for and an exploration floor never above its start;
-* :func:`default_verify_budget` and :func:`verification_plan` -- the final check of the
-  learned pure actions (:class:`VerificationPlan`): by default the search tries, for every
-  agent, its current action, each action dimension alone at either bound, ``grid``
-  uniform levels and the combined best single moves, ``2 + 2 × action_dim + grid``
-  candidates, each scored on the mean of at most ``seeds`` seeds.
+* :func:`verification_plan` -- the final check of the learned pure actions
+  (:class:`VerificationPlan`): by default the converged deviation search
+  (:mod:`evcs_gym.equilibrium.search_spec`), each candidate scored on the mean of at most
+  ``seeds`` seeds; with a fixed-budget search, :func:`default_verify_budget` candidates
+  per agent unless told otherwise.
 
 Nothing here is specific to EV charging or needs a scenario: in the pricing game an
 action is a station's prices, one per period, so ``action_dim`` is the scenario's
@@ -29,9 +29,11 @@ Example:
     BudgetSettings(batch_size=50, learning_starts=50, random_warmup=100)
     >>> budget_settings(16)
     BudgetSettings(batch_size=8, learning_starts=8, random_warmup=4)
-    >>> plan = verification_plan(action_dim=4, grid=7, seeds=4, search_seeds=2)
-    >>> plan
-    VerificationPlan(budget=17, grid=7, seeds=4, search_seeds=2)
+    >>> plan = verification_plan(action_dim=4, seeds=4, search_seeds=2)
+    >>> plan.search, plan.budget, plan.search_seeds
+    ('converged', None, 2)
+    >>> verification_plan(action_dim=4, search="budget").budget
+    17
     >>> plan.enabled, verification_plan(action_dim=4, budget=0).enabled
     (True, False)
 """
@@ -44,6 +46,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
+    from evcs_gym.equilibrium.search_spec import SearchSpec
 
 __all__ = [
     "BudgetSettings",
@@ -192,49 +195,72 @@ def default_verify_budget(action_dim: int, grid: int) -> int:
 class VerificationPlan:
     """The size of the final verification of a training run's pure actions."""
 
-    budget: int
-    """Candidates tried per agent by the deviation search (0: no verification)."""
+    budget: int | None
+    """Candidates tried per agent at most: the converged search's cap or the fixed
+    budget (0: no verification; None: the converged search's default cap)."""
     grid: int
     """Uniform levels the search tries."""
     seeds: int
     """Seeds each agent's best deviation is re-evaluated on (the gains' standard errors)."""
     search_seeds: int
     """Seeds each candidate of the search is scored on (their mean), at most :attr:`seeds`."""
+    search: str = "converged"
+    """The search's preset name (:data:`evcs_gym.equilibrium.search_spec.SEARCHES`)."""
+    resolution: float | None = None
+    """The converged search's last step as a share of the range (None: its default)."""
 
     @property
     def enabled(self) -> bool:
-        """Whether there is a verification to run (``budget > 0``)."""
-        return self.budget > 0
+        """Whether there is a verification to run (``budget`` is not 0)."""
+        return self.budget != 0
+
+    def spec(self) -> SearchSpec:
+        """The search as a :class:`~evcs_gym.equilibrium.search_spec.SearchSpec`."""
+        from evcs_gym.equilibrium.search_spec import resolve_search
+
+        return resolve_search(
+            self.search, budget=self.budget, grid=self.grid, resolution=self.resolution
+        )
 
 
 def verification_plan(
     action_dim: int,
     *,
     budget: int | None = None,
-    grid: int = 7,
+    grid: int | None = None,
     seeds: int = 4,
-    search_seeds: int = 2,
+    search_seeds: int = 1,
+    search: str = "converged",
+    resolution: float | None = None,
 ) -> VerificationPlan:
     """The final verification of ``evcs-gym train`` (its ``--verify-*`` options).
 
     Args:
         action_dim: the length of an agent's action (the pricing game: its periods).
-        budget: candidates per agent (0: skip the verification; None:
-            :func:`default_verify_budget`).
-        grid: uniform levels the search tries.
+        budget: candidates per agent at most (0: skip the verification; None: the
+            converged search's cap, or :func:`default_verify_budget` for a fixed budget).
+        grid: uniform levels the search tries (None: 7).
         seeds: seeds the gains are re-evaluated on.
         search_seeds: seeds each candidate is scored on, capped at ``seeds``.
+        search: the search's preset name (default ``"converged"``).
+        resolution: the converged search's last step as a share of the range.
 
     Returns:
         The :class:`VerificationPlan`.
 
     Example:
-        >>> verification_plan(8, search_seeds=8)
-        VerificationPlan(budget=25, grid=7, seeds=4, search_seeds=4)
+        >>> plan = verification_plan(8, search_seeds=8, search="budget")
+        >>> plan.budget, plan.search_seeds
+        (25, 4)
     """
+    grid = 7 if grid is None else grid
+    if budget is None and search == "budget":
+        budget = default_verify_budget(action_dim, grid)
     return VerificationPlan(
-        budget=default_verify_budget(action_dim, grid) if budget is None else budget,
+        budget=budget,
         grid=grid,
         seeds=seeds,
         search_seeds=min(search_seeds, seeds),
+        search=search,
+        resolution=resolution,
     )

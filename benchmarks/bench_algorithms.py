@@ -3,8 +3,8 @@
 For each scenario (default: tiny) every learner trains through the vector env
 (``--num-envs`` copies, ``--workers`` evaluator processes) for ``--budget`` evaluations
 with the same seeds; its final pure prices are then verified in the simulator
-(:func:`evcs_gym.equilibrium.exploitability`, ``--verify-budget`` evaluations per
-station). The reference solver (:class:`~evcs_gym.baselines.BestResponseDynamics`) gets
+(:func:`evcs_gym.equilibrium.exploitability`, the ``--verify-search``, by default the
+converged search). The reference solver (:class:`~evcs_gym.baselines.BestResponseDynamics`) gets
 the same evaluation budget. Prints a table: final prices, total revenue, verified
 relative NashConv, the largest per-station relative gain, evaluations and wall time.
 
@@ -44,7 +44,12 @@ def run_learner(name, nd, pool, args) -> dict:
     prices = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
     train_s = time.perf_counter() - t0
     cert = exploitability(
-        pool, prices, seed=args.seed, seeds=args.verify_seeds, budget=args.verify_budget
+        pool,
+        prices,
+        seed=args.seed,
+        seeds=args.verify_seeds,
+        search=args.verify_search,
+        budget=args.verify_budget,
     )
     return {
         "name": name,
@@ -63,6 +68,7 @@ def run_solver(nd, pool, args) -> dict:
         budget=args.budget,
         seed=args.seed,
         budget_per_station=args.verify_budget,
+        search=args.verify_search,
         seeds=args.verify_seeds,
         max_rounds=1000,
     )
@@ -92,7 +98,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenarios", nargs="+", default=["tiny"])
     parser.add_argument("--budget", type=int, default=600)
-    parser.add_argument("--verify-budget", type=int, default=32)
+    parser.add_argument(
+        "--verify-search", default="converged", help="the deviation search (a preset name)"
+    )
+    parser.add_argument(
+        "--verify-budget", type=int, default=None, help="its cap per station (None: default)"
+    )
     parser.add_argument(
         "--verify-seeds", type=int, default=4, help="seeds of the verified gains (SEs)"
     )

@@ -315,12 +315,32 @@ def test_every_cell_is_verified_alike():
     from evcs_gym import load_scenario
     from evcs_gym.equilibrium import verify_prices
 
-    # the same search for every library: each candidate on the mean of 2 seeds, as
-    # `evcs-gym train` (our runner) does; the verification's seeds start at the cell's
-    for scenario in ("tiny", "siouxfalls"):
-        assert verify_options(scenario, smoke=False)["search_seeds"] == 2
+    # the same search for every library: the converged search, each candidate on one
+    # seed, as `evcs-gym train` (our runner) does; the verification's seeds start at the
+    # cell's
+    for scenario in ("tiny", "siouxfalls", "tiny_market", "siouxfalls_market"):
+        verify = verify_options(scenario, smoke=False)
+        assert verify["search"] == "converged" and verify["search_seeds"] == 1
     lows = {"A": [0.5] * 4, "B": [0.5] * 4}
     cert = verify_prices(
         load_scenario("tiny"), lows, budget=4, seeds=2, seed=3, search_seeds=2, out=print
     )
     assert cert.seeds == (3, 4) and "search on the mean of seeds [3, 4]" in cert.summary()
+
+
+def test_reverify_replaces_the_score_and_keeps_the_old_one(tmp_path, real_cells):
+    """``--reverify`` verifies a cell's stored prices again with today's search, keeps
+    the old figures in ``superseded`` and resumes: a record already re-verified is kept."""
+    from marl.reverify import reverify_cells
+
+    tiny = dict(real_cells[1])
+    tiny.pop("verification", None)
+    tiny["relative_nash_conv"] = 0.123  # as if an older search had found this
+    path = tmp_path / "tiny__ours-iddpg__seed1.json"
+    path.write_text(json.dumps(tiny))
+    assert reverify_cells(tmp_path, smoke=True) == [path]
+    record = json.loads(path.read_text())
+    assert record["superseded"][-1]["relative_nash_conv"] == 0.123
+    assert record["prices"] == tiny["prices"] and record["relative_nash_conv"] != 0.123
+    assert record["verification"]["search"]["method"] == "converged"
+    assert reverify_cells(tmp_path, smoke=True) == []  # nothing left to do

@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             cert = exploitability(
                 pool,
                 evcs_gym.uniform_prices(nd.agent_names, nd.n_periods, price),
+                search="budget",  # the probe's records were made with the fixed budget
                 budget=args.budget,
                 grid=args.grid,
                 seeds=args.seeds,

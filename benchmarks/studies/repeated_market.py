@@ -319,7 +319,12 @@ def score(
     seeds = list(range(seed, seed + verify["seeds"]))
     with evcs_gym.ParallelEvaluatorPool(nd, n_workers=workers) as pool:
         cert = exploitability(
-            pool, prices, seeds=seeds, search_seeds=verify["search_seeds"], budget=verify["budget"]
+            pool,
+            prices,
+            seeds=seeds,
+            search_seeds=verify["search_seeds"],
+            search=verify["search"],
+            budget=verify.get("budget"),
         )
         index = collusion_index(pool, prices, references, seeds=list(cert.seeds))
     return {

@@ -2,8 +2,9 @@
 
 * :class:`HelpFormatter` and :func:`add_command` -- every command's help shows each
   option's default and keeps its description as written;
-* :func:`add_scenario_argument`, :func:`add_seed_arguments` and
-  :func:`add_settings_argument` -- the options several commands take;
+* :func:`add_scenario_argument`, :func:`add_seed_arguments`,
+  :func:`add_search_arguments` and :func:`add_settings_argument` -- the options several
+  commands take (:func:`search_from_args` reads the search's);
 * :func:`parse_settings` and :func:`load_scenario` -- ``--set KEY=VALUE`` overrides and the
   scenario they apply to;
 * :func:`load_prices` and :func:`read_price_file` -- a uniform ``--price`` or a JSON file;
@@ -36,6 +37,7 @@ __all__ = [
     "HelpFormatter",
     "add_command",
     "add_scenario_argument",
+    "add_search_arguments",
     "add_seed_arguments",
     "add_settings_argument",
     "evaluation_backend",
@@ -46,6 +48,7 @@ __all__ = [
     "package_version",
     "parse_settings",
     "read_price_file",
+    "search_from_args",
     "set_help",
 ]
 
@@ -198,6 +201,73 @@ def add_seed_arguments(p: argparse.ArgumentParser) -> None:
         help="verify gains on seeds seed..seed+N-1, with standard errors (None: seed alone)",
     )
     p.add_argument("--search-seeds", type=int, default=1, help="seeds the searches average over")
+
+
+SEARCH_NAMES = ("converged", "converged-x2", "restarts", "budget", "budget32", "budget96")
+"""The presets of :data:`evcs_gym.equilibrium.search_spec.SEARCHES` (named here so that
+building the parser imports no simulator code; a test checks that they agree)."""
+
+
+def add_search_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
+    """The deviation search's options: ``--{prefix}search``, ``--{prefix}resolution``,
+    ``--{prefix}budget`` (or ``--budget-per-station`` without a prefix) and
+    ``--{prefix}grid``; :func:`search_from_args` reads them.
+
+    Example:
+        >>> p = argparse.ArgumentParser()
+        >>> add_search_arguments(p, prefix="verify-")
+        >>> search_from_args(p.parse_args(["--verify-resolution", "0.005"]), "verify_")
+        SearchSpec(method='converged', budget=None, grid=7, period_moves=None, \
+period_step=0.08333333333333333, resolution=0.005, rounds=1, restarts=0, \
+restart_step=0.25, tolerance_z=1.0, min_gain=0.0001)
+    """
+    budget = f"--{prefix}budget" if prefix else "--budget-per-station"
+    p.add_argument(
+        f"--{prefix}search",
+        choices=SEARCH_NAMES,
+        default="converged",
+        help="the deviation search: 'converged' (global candidates, then a pattern search "
+        "down to --resolution until a whole pass finds no gain above the noise: the "
+        "certificate), 'converged-x2' (twice its effort), 'restarts' (4 random restarts "
+        "more), or evcs-gym 0.3.0's fixed budgets 'budget' (64), 'budget32', 'budget96'",
+    )
+    p.add_argument(
+        f"--{prefix}resolution",
+        type=float,
+        default=None,
+        help="the converged search's last step, as a share of each station's price range "
+        "(None: 1/96)",
+    )
+    p.add_argument(
+        budget,
+        dest=f"{prefix.replace('-', '_')}budget" if prefix else "budget_per_station",
+        type=int,
+        default=None,
+        help="price vectors tried per station at most: the converged search's cap (None: "
+        "600) or the fixed budget (None: the preset's)",
+    )
+    p.add_argument(
+        f"--{prefix}grid",
+        type=int,
+        default=None,
+        help="uniform price levels among the global candidates (None: 7)",
+    )
+
+
+def search_from_args(args: argparse.Namespace, prefix: str = "") -> Any:
+    """The :class:`~evcs_gym.equilibrium.search_spec.SearchSpec` of
+    :func:`add_search_arguments`' options (``prefix`` with ``_`` for ``-``)."""
+    from evcs_gym.equilibrium.search_spec import resolve_search
+
+    try:
+        return resolve_search(
+            getattr(args, f"{prefix}search"),
+            budget=getattr(args, f"{prefix}budget" if prefix else "budget_per_station"),
+            grid=getattr(args, f"{prefix}grid"),
+            resolution=getattr(args, f"{prefix}resolution"),
+        )
+    except ValueError as e:
+        raise SystemExit(f"evcs-gym: {e}") from None
 
 
 def add_scenario_argument(p: argparse.ArgumentParser) -> None:

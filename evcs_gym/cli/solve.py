@@ -1,7 +1,8 @@
 """``evcs-gym solve``: a reference equilibrium by best-response dynamics.
 
 Runs :class:`~evcs_gym.equilibrium.best_response.BestResponseDynamics` from mid-bound
-prices or a ``--start`` file, each round certified by the simulator, until the relative
+prices or a ``--start`` file, each round certified by the simulator with the converged
+deviation search (``--search`` names another), until the relative
 NashConv reaches ``--target`` or ``--rounds`` / ``--budget`` run out. With
 ``--objective total`` each station's step maximises the stations' total revenue, and the
 fixed point is the collusive reference (the joint optimum) instead of a Nash equilibrium.
@@ -18,12 +19,14 @@ from pathlib import Path
 from evcs_gym.cli.common import (
     add_command,
     add_scenario_argument,
+    add_search_arguments,
     add_seed_arguments,
     add_settings_argument,
     evaluation_backend,
     game_info,
     load_scenario,
     read_price_file,
+    search_from_args,
 )
 from evcs_gym.equilibrium.deviation_search import OBJECTIVES
 
@@ -53,12 +56,7 @@ def add_parser(
         default=None,
         help="halve a station's step on reversals, down to this (None: never halve)",
     )
-    p.add_argument(
-        "--budget-per-station",
-        type=int,
-        default=48,
-        help="evaluations of each station's best-response search per round",
-    )
+    add_search_arguments(p)
     p.add_argument("--rounds", type=int, default=20, help="rounds at most")
     p.add_argument(
         "--budget", type=int, default=None, help="total evaluations at most (None: no limit)"
@@ -87,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
             target=args.target,
             damping=args.damping,
             min_damping=args.min_damping,
-            budget_per_station=args.budget_per_station,
+            search=search_from_args(args),
             max_rounds=args.rounds,
             budget=args.budget,
             seed=args.seed,

@@ -31,6 +31,7 @@ import numpy as np
 from evcs_gym.cli.common import (
     add_command,
     add_scenario_argument,
+    add_search_arguments,
     add_settings_argument,
     evaluation_backend,
     game_info,
@@ -78,17 +79,7 @@ def add_parser(
         default=None,
         help="the actors' learning rate (None: the learner's default, 1e-3)",
     )
-    p.add_argument(
-        "--verify-budget",
-        type=int,
-        default=None,
-        help="price vectors tried per station by the final verification (0: skip; None: "
-        "the current prices, every period alone at each bound, the uniform levels and "
-        "the combined move, 2 + 2 x periods + --verify-grid)",
-    )
-    p.add_argument(
-        "--verify-grid", type=int, default=7, help="uniform price levels the verification tries"
-    )
+    add_search_arguments(p, prefix="verify-")  # --verify-budget 0 skips the verification
     p.add_argument(
         "--verify-seeds",
         type=int,
@@ -98,7 +89,7 @@ def add_parser(
     p.add_argument(
         "--verify-search-seeds",
         type=int,
-        default=2,
+        default=1,
         help="seeds each candidate of the verification's search is evaluated on (the "
         "search maximises their mean revenue; at most --verify-seeds)",
     )
@@ -166,6 +157,8 @@ def run(args: argparse.Namespace) -> int:
             grid=args.verify_grid,
             seeds=args.verify_seeds,
             search_seeds=args.verify_search_seeds,
+            search=args.verify_search,
+            resolution=args.verify_resolution,
         )
 
         def verifier(prices: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -180,9 +173,7 @@ def run(args: argparse.Namespace) -> int:
                     seed=args.seed,
                     seeds=plan.seeds,
                     search_seeds=plan.search_seeds,
-                    budget=plan.budget,
-                    grid=plan.grid,
-                    period_moves=0,
+                    search=plan.spec(),
                 )
             )
             return certificates[-1].to_dict()
@@ -221,11 +212,9 @@ def run(args: argparse.Namespace) -> int:
             )
         if plan.enabled:
             print(
-                f"verifying in the simulator (<= {plan.budget} price vectors per station, "
-                f"in this order while they last: the current prices, each period alone at "
-                f"each bound, {plan.grid} uniform levels, the combined move; each "
-                f"scored on the mean of {plan.search_seeds} "
-                "seeds; what was reached is printed below)..."
+                f"verifying in the simulator ({plan.spec().describe()}; each candidate "
+                f"scored on the mean of {plan.search_seeds} seed(s), the gains on "
+                f"{plan.seeds}; where it stopped is printed below)..."
             )
             cert = trainer.verify(pure)
             assert cert is not None  # the trainer has the verifier

@@ -33,6 +33,7 @@ import numpy as np
 from evcs_gym.equilibrium.deviation_search import Objective, check_objective
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
+from evcs_gym.equilibrium.search_spec import SearchSpec, resolve_search
 
 __all__ = ["BestResponseDynamics", "SolverResult"]
 
@@ -73,8 +74,13 @@ class BestResponseDynamics:
         damping: initial step towards the best responses (1 = Jacobi best response).
         min_damping: smallest step after halvings on direction reversals (default:
             ``damping``, i.e. fixed steps).
-        budget_per_station: evaluations of each best-response search.
-        grid: uniform price levels tried first in each search.
+        budget_per_station: each best-response search's cap on distinct price vectors
+            (None: the search's default).
+        grid: uniform price levels among each search's global candidates (None: 7).
+        search: each round's best-response search and certificate: a
+            :class:`~evcs_gym.equilibrium.search_spec.SearchSpec` or a preset's name
+            (default ``"converged"``; ``"budget"`` is evcs-gym 0.3.0's solver).
+        resolution: the converged search's last step as a share of the price range.
         max_rounds: Jacobi rounds at most.
         budget: total evaluations at most (checked between rounds).
         seed: evaluation seed (common random numbers) and search seed.
@@ -93,7 +99,7 @@ class BestResponseDynamics:
     Example:
         >>> import evcs_gym
         >>> nd = evcs_gym.load_scenario("tiny")
-        >>> brd = BestResponseDynamics(nd, target=0.5, max_rounds=1, budget_per_station=6)
+        >>> brd = BestResponseDynamics(nd, target=0.5, max_rounds=1)
         >>> res = brd.solve({"A": [1.25] * 4, "B": [1.25] * 4})
         >>> res.rounds
         1
@@ -106,8 +112,10 @@ class BestResponseDynamics:
         target: float = 0.02,
         damping: float = 1.0,
         min_damping: float | None = None,
-        budget_per_station: int = 48,
-        grid: int = 7,
+        budget_per_station: int | None = None,
+        grid: int | None = None,
+        search: SearchSpec | str = "converged",
+        resolution: float | None = None,
         max_rounds: int = 20,
         budget: int | None = None,
         seed: int = 0,
@@ -127,8 +135,9 @@ class BestResponseDynamics:
         self.target = target
         self.damping = damping
         self.min_damping = min_damping
-        self.budget_per_station = budget_per_station
-        self.grid = grid
+        self.search = resolve_search(
+            search, budget=budget_per_station, grid=grid, resolution=resolution
+        )
         self.max_rounds = max_rounds
         self.budget = budget
         self.seed = seed
@@ -162,8 +171,7 @@ class BestResponseDynamics:
                 seed=self.seed,
                 seeds=self.seeds,
                 search_seeds=self.search_seeds,
-                budget=self.budget_per_station,
-                grid=self.grid,
+                search=self.search,
                 starts=last_best,
                 objective=self.objective,
             )

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.optimize import differential_evolution
 
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
+from evcs_gym.equilibrium.search_spec import PERIOD_STEP
 
 __all__ = [
     "OBJECTIVES",
@@ -52,9 +53,6 @@ Objective = Literal["own", "total"]
 fixed points are Nash equilibria) or every station's together (``"total"``: coordinate
 ascent on the joint reward, whose fixed points are the collusive reference)."""
 OBJECTIVES: tuple[Objective, ...] = ("own", "total")
-
-PERIOD_STEP = 1 / 12
-"""Default step of the nearby single-period moves, as a fraction of the price range."""
 
 
 class _Search:

@@ -44,6 +44,9 @@ class BatchEvaluator:
             )
         self.agents = self.network.agent_names
         self.evaluations = 0
+        """Simulator runs so far (cached profiles cost nothing)."""
+        self.batches = 0
+        """Calls to the backend so far (a pool runs each call's profiles in parallel)."""
         self._cache: dict[tuple[bytes, int], EvalResult] = {}
 
     def network_prices(self, price: float) -> np.ndarray:
@@ -72,6 +75,7 @@ class BatchEvaluator:
             else:
                 results = [self.backend.evaluate(p, seed=int(seed)) for p in batch]
             self.evaluations += len(batch)
+            self.batches += 1
             for key, res in zip(unique, results):
                 self._cache[key] = res
         return [self._cache[k] for k in keys]
@@ -91,6 +95,23 @@ class BatchEvaluator:
         self._prefetch(profiles, seeds)
         return np.mean([self.rewards(profiles, s) for s in seeds], axis=0)
 
+    def results(
+        self, profiles: Sequence[np.ndarray], seeds: Sequence[int]
+    ) -> list[list[EvalResult]]:
+        """Per profile, its result on each seed: every pair not cached yet in one batch.
+
+        Example:
+            >>> import evcs_gym
+            >>> be = BatchEvaluator(evcs_gym.load_scenario("tiny"))
+            >>> out = be.results([be.network_prices(1.0), be.network_prices(1.5)], [0, 1])
+            >>> len(out), [r.seed for r in out[1]], be.evaluations
+            (2, [0, 1], 4)
+        """
+        seeds = [int(s) for s in seeds]
+        self._prefetch(profiles, seeds)
+        per_seed = [self.evaluate(profiles, s) for s in seeds]
+        return [[per_seed[j][i] for j in range(len(seeds))] for i in range(len(profiles))]
+
     def _prefetch(self, profiles: Sequence[np.ndarray], seeds: Sequence[int]) -> None:
         """Evaluate every (profile, seed) pair not cached yet, in one batch."""
         todo: dict[tuple[bytes, int], tuple[np.ndarray, int]] = {}
@@ -104,5 +125,6 @@ class BatchEvaluator:
         batch = [self.as_mapping(p) for p, _ in todo.values()]
         results = self.backend.evaluate_batch(batch, seeds=[s for _, s in todo.values()])
         self.evaluations += len(batch)
+        self.batches += 1
         for key, res in zip(todo, results):
             self._cache[key] = res

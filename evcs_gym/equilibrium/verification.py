@@ -9,10 +9,10 @@ Example:
     >>> import evcs_gym
     >>> from evcs_gym.equilibrium import verify_prices
     >>> nd = evcs_gym.load_scenario("tiny")
-    >>> cert = verify_prices(nd, {"A": [0.5] * 4, "B": [0.5] * 4}, budget=4, seeds=2,
+    >>> cert = verify_prices(nd, {"A": [0.5] * 4, "B": [0.5] * 4}, seeds=2,
     ...                      out=lambda *_: None)
-    >>> cert.seeds, cert.relative_nash_conv >= 0
-    ((0, 1), True)
+    >>> cert.seeds, cert.converged, cert.relative_nash_conv >= 0
+    ((0, 1), True, True)
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
+from evcs_gym.equilibrium.search_spec import SEARCHES, SearchSpec, resolve_search
 
 __all__ = ["add_verification_arguments", "format_prices", "verify_from_args", "verify_prices"]
 
@@ -41,8 +42,9 @@ def verify_prices(
     data: Any,
     prices: Mapping[str, Any],
     *,
-    budget: int,
     seeds: int | Sequence[int],
+    budget: int | None = None,
+    search: SearchSpec | str = "converged",
     seed: int = 0,
     search_seeds: int = 1,
     workers: int = 1,
@@ -54,13 +56,15 @@ def verify_prices(
     Args:
         data: ``NetworkData`` (or anything :func:`exploitability` takes).
         prices: ``{station: (n_periods,) prices}``.
-        budget: the deviation search's evaluations per station (hard cap).
+        budget: the deviation search's distinct candidates per station at most (None:
+            the search's default).
+        search: the deviation search (:func:`exploitability`'s ``search``).
         seeds: seeds every gain is re-evaluated on (``n``: ``seed .. seed + n - 1``).
         seed: the first seed when ``seeds`` is a count (``evcs-gym train`` uses the
             training seed).
         search_seeds: the search scores each candidate on the mean of the first this many
             of ``seeds`` (:func:`exploitability`'s ``search_seeds``; ``evcs-gym train``
-            uses 2).
+            uses 1).
         workers: ``> 1`` verifies in a :class:`~evcs_gym.ParallelEvaluatorPool` of that
             many processes (``data`` must then be ``NetworkData``).
         title: heading of the price lines.
@@ -71,10 +75,11 @@ def verify_prices(
         per-station gains, ``evaluations``).
     """
     n_seeds = seeds if isinstance(seeds, int) else len(seeds)
+    spec = resolve_search(search, budget=budget)
     out(f"\n{title}:")
     for line in format_prices(prices):
         out(line)
-    out(f"verifying in the simulator ({budget} evaluations per station, {n_seeds} seeds)...")
+    out(f"verifying in the simulator ({spec.describe()}; gains on {n_seeds} seeds)...")
     evaluator: contextlib.AbstractContextManager[Any]  # yields the backend
     if workers > 1:
         from evcs_gym.parallel import ParallelEvaluatorPool
@@ -84,7 +89,7 @@ def verify_prices(
         evaluator = contextlib.nullcontext(data)
     with evaluator as backend:
         cert = exploitability(
-            backend, dict(prices), seed, budget, seeds=seeds, search_seeds=search_seeds
+            backend, dict(prices), seed, seeds=seeds, search_seeds=search_seeds, search=spec
         )
     out(cert.summary())
     out(
@@ -96,18 +101,30 @@ def verify_prices(
 
 def add_verification_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the verification flags every library example takes to ``parser``:
-    ``--verify-budget`` (32), ``--verify-seeds`` (4), ``--verify-search-seeds`` (1) and
-    ``--workers`` (2); :func:`verify_from_args` reads them (and ``--seed``).
+    ``--verify-search`` (converged), ``--verify-budget`` (None: the search's),
+    ``--verify-seeds`` (4), ``--verify-search-seeds`` (1) and ``--workers`` (2);
+    :func:`verify_from_args` reads them (and ``--seed``).
 
     Example:
         >>> parser = argparse.ArgumentParser()
         >>> add_verification_arguments(parser)
         >>> args = parser.parse_args(["--verify-search-seeds", "2"])
-        >>> args.verify_budget, args.verify_seeds, args.verify_search_seeds, args.workers
-        (32, 4, 2, 2)
+        >>> args.verify_search, args.verify_budget, args.verify_seeds, args.verify_search_seeds
+        ('converged', None, 4, 2)
     """
     add = parser.add_argument
-    add("--verify-budget", type=int, default=32, help="deviation candidates per station")
+    add(
+        "--verify-search",
+        choices=list(SEARCHES),
+        default="converged",
+        help="the deviation search (evcs_gym.equilibrium.search_spec.SEARCHES)",
+    )
+    add(
+        "--verify-budget",
+        type=int,
+        default=None,
+        help="deviation candidates per station at most (None: the search's default)",
+    )
     add("--verify-seeds", type=int, default=4, help="seeds of the verified gains (>= 2)")
     add(
         "--verify-search-seeds",
@@ -127,6 +144,7 @@ def verify_from_args(
         data,
         prices,
         budget=args.verify_budget,
+        search=args.verify_search,
         seeds=args.verify_seeds,
         seed=args.seed,
         search_seeds=args.verify_search_seeds,

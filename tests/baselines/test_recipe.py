@@ -66,11 +66,15 @@ def test_learner_config_takes_the_actor_learning_rate_or_keeps_the_default(name)
     )
 
 
-def test_verification_plan_defaults_to_every_single_move_and_caps_the_search_seeds():
-    assert default_verify_budget(4, 7) == 17 and default_verify_budget(8, 7) == 25
-    assert verification_plan(4) == VerificationPlan(budget=17, grid=7, seeds=4, search_seeds=2)
+def test_verification_plan_defaults_to_the_converged_search_and_caps_the_search_seeds():
+    assert verification_plan(4) == VerificationPlan(budget=None, grid=7, seeds=4, search_seeds=1)
+    assert verification_plan(4).spec().method == "converged"
     plan = verification_plan(8, grid=3, seeds=2, search_seeds=5)
-    assert plan == VerificationPlan(budget=2 + 16 + 3, grid=3, seeds=2, search_seeds=2)
-    assert plan.enabled
+    assert plan == VerificationPlan(budget=None, grid=3, seeds=2, search_seeds=2)
+    assert plan.enabled and plan.spec().grid == 3
+    # a fixed budget reaches every single move by default, as evcs-gym 0.3.0's did
+    assert default_verify_budget(4, 7) == 17 and default_verify_budget(8, 7) == 25
+    old = verification_plan(8, grid=3, search="budget")
+    assert old.budget == 2 + 16 + 3 and old.spec().method == "budget"
     assert verification_plan(9, budget=6).budget == 6
     assert not verification_plan(9, budget=0).enabled

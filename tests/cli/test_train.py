@@ -49,31 +49,32 @@ def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_p
     assert summary["game"] == {"version": evcs_gym.__version__, "settings_hash": tiny.settings_hash}
     assert list(summary) == SUMMARY_KEYS
     assert summary["config"]["budget"] == 16 and summary["algorithm"] == "maddpg"
-    assert "verifying in the simulator (<= 4 price vectors per station" in text
+    assert "verifying in the simulator (converged search: bounds" in text
     split = summary["time_split"]
     assert split["total"] >= split["training"] > 0 and split["raw_simulations"] >= 16
     assert "time: " in text and "raw simulations" in text and "worker-s each" in text
 
 
 @pytest.mark.timeout(300)
-def test_train_verifies_every_period_at_each_bound_and_the_levels_by_default(tmp_path, capsys):
-    """Without ``--verify-budget`` the verification's search reaches, for every station,
-    each period alone at each bound and the uniform levels, on the mean of two seeds."""
+def test_train_verifies_with_the_converged_search_by_default(tmp_path, capsys):
+    """Without ``--verify-*`` search options the verification is the converged search: the
+    global candidates (every period alone at each bound, the uniform levels), then a
+    pattern search to its resolution, on one search seed; it says where it stopped."""
     out = tmp_path / "run"
     argv = ["train", "--scenario", "tiny", "--budget", "8", "--workers", "1", "--rounds", "0"]
     argv += ["--verify-grid", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
     assert main(argv) == 0
     text = capsys.readouterr().out
     cert = json.loads((out / "summary.json").read_text())["verified_exploitability"]
-    assert cert["budget_per_station"] == 2 + 2 * 4 + 3 and cert["search_seeds"] == [0, 1]
-    assert cert["budget_per_station"] == verification_plan(4, grid=3, seeds=2).budget
+    assert cert["search_method"] == "converged" and cert["converged"] is True
+    assert cert["budget_per_station"] == 600 and cert["search_seeds"] == [0]
+    assert cert["search"] == verification_plan(4, grid=3, seeds=2).spec().to_dict()
     assert cert["grid"] == 3 and cert["period_moves"] == 0
     for dev in cert["deviations"].values():
         search = dev["search"]
-        assert search["grid"] == 3  # every uniform level
-        # every period at each bound, but for the moves that are the current prices
-        assert search["period_moves"] >= 4
-    assert "search on the mean of seeds [0, 1]" in text
+        assert search["converged"] and search["passes"] >= 4  # a poll per step size at least
+        assert search["global_candidates"] >= 1 + 4 + 3  # the current, the floor moves, levels
+    assert "search on seed 0: bounds, 3 levels" in text and "converged for 2 of 2" in text
 
 
 @pytest.mark.timeout(300)
@@ -136,5 +137,7 @@ def test_the_train_commands_defaults_are_the_recipes():
         grid=args.verify_grid,
         seeds=args.verify_seeds,
         search_seeds=args.verify_search_seeds,
+        search=args.verify_search,
+        resolution=args.verify_resolution,
     )
     assert plan == verification_plan(4)

@@ -1,5 +1,6 @@
-"""One station's best-response search (evcs_gym.equilibrium.deviation_search) on ``tiny``:
-single-period moves, the combined move, the budget as a hard cap and its priorities."""
+"""The fixed-budget search of evcs-gym 0.3.0 (evcs_gym.equilibrium.deviation_search, kept
+as ``search="budget"``) on ``tiny``: single-period moves, the combined move, the budget as
+a hard cap and its priorities."""
 
 from __future__ import annotations
 
@@ -17,24 +18,28 @@ ONE_BAD_PERIOD = {"A": [0.5, 2.0, 0.5, 0.5], "B": [0.5] * 4}
 def test_single_period_moves_find_a_single_period_deviation(tiny):
     be = BatchEvaluator(tiny)
     # budget 9, no grid: the current prices and the 8 single-period bound moves
-    res = exploitability(be, ONE_BAD_PERIOD, stations=["A"], budget=9, grid=0)
+    res = exploitability(be, ONE_BAD_PERIOD, stations=["A"], search="budget", budget=9, grid=0)
     dev = res.deviations["A"]
     assert dev.search["period_moves"] == 8 and dev.search["candidates"] == 9
     changed = np.flatnonzero(dev.best_prices != np.array(ONE_BAD_PERIOD["A"]))
     assert changed.tolist() == [1] and dev.best_prices[1] == 0.5
     assert dev.gain > 0.3 * dev.current_reward
     # without single-period moves the same budget finds nothing (no grid, too few for DE)
-    none = exploitability(be, ONE_BAD_PERIOD, stations=["A"], budget=9, grid=0, period_moves=None)
+    none = exploitability(
+        be, ONE_BAD_PERIOD, stations=["A"], search="budget", budget=9, grid=0, period_moves=None
+    )
     assert none.deviations["A"].gain == 0 and none.deviations["A"].search["period_moves"] == 0
     # a larger search (grid, moves, combined move, DE) finds no materially better deviation
-    big = exploitability(be, ONE_BAD_PERIOD, stations=["A"], budget=40)
+    big = exploitability(be, ONE_BAD_PERIOD, stations=["A"], search="budget", budget=40)
     assert dev.best_reward <= big.deviations["A"].best_reward <= 1.01 * dev.best_reward
 
 
 def test_combined_single_period_moves_find_a_two_period_deviation(tiny):
     prices = {"A": [0.5, 2.0, 2.0, 0.5], "B": [0.5] * 4}  # A overpriced in periods 1 and 2
     # bound moves only (4 differ from the current prices), then the combined move
-    res = exploitability(tiny, prices, stations=["A"], budget=6, grid=0, period_moves=0)
+    res = exploitability(
+        tiny, prices, stations=["A"], search="budget", budget=6, grid=0, period_moves=0
+    )
     dev = res.deviations["A"]
     assert dev.search["period_moves"] == 4 and dev.search["combined"]
     assert dev.best_prices.tolist() == [0.5] * 4  # both periods lowered at once
@@ -70,7 +75,7 @@ def test_budget_is_a_hard_cap_and_sets_the_priority(tiny):
             assert info["period_moves"] == 8 and info["grid"] == 0 and info["starts"] == 0
         if budget == 1:
             assert best == current and x.tolist() == MIXED[0].tolist()
-    res = exploitability(tiny, MIXED, budget=5, seeds=2)
+    res = exploitability(tiny, MIXED, search="budget", budget=5, seeds=2)
     assert all(d.evaluations <= 5 for d in res.deviations.values())
     # the profile on seed 0, at most 4 more candidates per station's search, then on seed 1
     # the profile and the 2 deviations

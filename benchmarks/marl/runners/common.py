@@ -23,23 +23,26 @@ __all__ = [
     "load_example",
     "package_versions",
     "run_example",
+    "verify_argv",
+    "verify_options",
 ]
 
 REPO = Path(__file__).resolve().parents[3]
 
-VERIFY: dict[str, dict[str, int]] = {
-    "tiny": {"budget": 32, "seeds": 4, "search_seeds": 2},
-    "siouxfalls": {"budget": 16, "seeds": 4, "search_seeds": 2},
-    "tiny_market": {"budget": 32, "seeds": 4, "search_seeds": 2},
-    "siouxfalls_market": {"budget": 32, "seeds": 4, "search_seeds": 2},
+VERIFY: dict[str, dict[str, Any]] = {
+    "tiny": {"search": "converged", "seeds": 4, "search_seeds": 1},
+    "siouxfalls": {"search": "converged", "seeds": 4, "search_seeds": 1},
+    "tiny_market": {"search": "converged", "seeds": 4, "search_seeds": 1},
+    "siouxfalls_market": {"search": "converged", "seeds": 4, "search_seeds": 1},
 }
-"""The deviation search of every EVCS cell, by scenario: candidates per station, each
-scored on the mean of the first ``search_seeds`` seeds (as ``evcs-gym train`` does), and
-the seeds each gain is re-evaluated on. The same for every algorithm and library. On
-Sioux Falls 16 reach each period alone at each bound (the 0.2.0 game's deviations are
-to the floor); on the market games 32 also reach the 7 uniform levels and the combined
-move, where a market's best deviation often is. A scenario not named here gets
-``tiny``'s."""
+"""The deviation search of every EVCS cell, by scenario: the converged search (global
+candidates, then a pattern search to 1/96 of the range until a whole pass finds no gain
+above the paired noise), each candidate scored on the first ``search_seeds`` seeds, and
+the seeds each gain is re-evaluated on. The same for every algorithm and library, and
+the same as ``evcs-gym train``'s and ``exploit``'s defaults; ``budget`` (absent: the
+search's cap) may be set. Until evcs-gym 0.3.0 the cells used fixed budgets of 16 to 32
+candidates, which under-reported the market games' NashConv 2-6x
+(``benchmarks/studies/search_plateau.py``). A scenario not named here gets ``tiny``'s."""
 
 DISTRIBUTIONS = (
     "evcs-gym",
@@ -88,11 +91,24 @@ def spread_over_cores(task: Any, smoke: bool) -> bool:
     return task.config["scenario"] != "tiny" and not smoke
 
 
-def verify_options(scenario: str, smoke: bool) -> dict[str, int]:
-    """The verification's budget and seeds for ``scenario`` (CI smoke: 4 and 2)."""
+def verify_options(scenario: str, smoke: bool) -> dict[str, Any]:
+    """The verification's search and seeds for ``scenario`` (CI smoke: the converged
+    search capped at 4 candidates, 2 seeds)."""
     if smoke:
-        return {"budget": 4, "seeds": 2, "search_seeds": 1}
+        return {"search": "converged", "budget": 4, "seeds": 2, "search_seeds": 1}
     return dict(VERIFY.get(scenario, VERIFY["tiny"]))
+
+
+def verify_argv(verify: dict[str, Any]) -> list[str]:
+    """``verify_options``' answer as the ``--verify-*`` flags of ``evcs-gym train`` and
+    of the library examples."""
+    argv = ["--verify-search", str(verify["search"])]
+    if verify.get("budget") is not None:
+        argv += ["--verify-budget", str(verify["budget"])]
+    return argv + [
+        "--verify-seeds", str(verify["seeds"]),
+        "--verify-search-seeds", str(verify["search_seeds"]),
+    ]  # fmt: skip
 
 
 def evcs_score(certificate: Mapping[str, Any], scenario: str | None = None) -> dict[str, Any]:
@@ -105,6 +121,8 @@ def evcs_score(certificate: Mapping[str, Any], scenario: str | None = None) -> d
     total = float(sum(certificate["rewards"].values()))
     prices = {a: list(map(float, v)) for a, v in certificate["prices"].items()}
     return {
+        "search": certificate.get("search", {"method": "budget"}),
+        "search_converged": certificate.get("converged"),
         "relative_nash_conv": float(certificate["relative_nash_conv"]),
         "relative_nash_conv_se": certificate["relative_nash_conv_se"],
         "total_revenue": total,
@@ -160,9 +178,7 @@ def run_example(
         "--scenario", task.config["scenario"],
         "--budget", str(budget),
         "--seed", str(seed),
-        "--verify-budget", str(verify["budget"]),
-        "--verify-seeds", str(verify["seeds"]),
-        "--verify-search-seeds", str(verify["search_seeds"]),
+        *verify_argv(verify),
     ]  # fmt: skip
     if rounds is not None:
         argv += ["--rounds", str(rounds)]

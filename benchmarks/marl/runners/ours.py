@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from marl.evaluation import evaluate_returns
-from marl.runners.common import Trained, evcs_score, verify_options
+from marl.runners.common import Trained, evcs_score, verify_argv, verify_options
 from marl.tasks import Task, make_env
 
 NUM_ENVS = 4
@@ -48,9 +48,7 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
             "--budget", str(budget),
             "--rounds", str(task.rounds or 0),
             "--seed", str(seed),
-            "--verify-budget", str(verify["budget"]),
-            "--verify-seeds", str(verify["seeds"]),
-            "--verify-search-seeds", str(verify["search_seeds"]),
+            *verify_argv(verify),
             "--workers", "2",
             "--out", out,
             "--quiet",

@@ -34,7 +34,7 @@ from marl.tasks import Task
 SOLVE_OPTIONS: dict[str, list[str]] = {
     "siouxfalls": [
         "--start", str(REPO / "benchmarks" / "inputs" / "solve_siouxfalls.json"),
-        "--budget-per-station", "24",
+        "--search", "budget", "--budget-per-station", "24",
         "--rounds", "4",
         "--seeds", "4",
     ],
@@ -88,7 +88,8 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
     cert = verify_prices(
         evcs_gym.load_scenario(scenario),
         prices,
-        budget=verify["budget"],
+        search=verify["search"],
+        budget=verify.get("budget"),
         seeds=verify["seeds"],
         seed=seed,
         search_seeds=verify["search_seeds"],

@@ -1,0 +1,223 @@
+"""Study: does the verified NashConv plateau as the deviation search's effort grows?
+
+A verified NashConv is the sum of the best unilateral gains a search finds in the
+simulator, so it is a lower bound whose strength is the search's. This study measures
+it at several efforts, on the same profiles and seeds:
+
+* ``budget32``, ``budget96``: evcs-gym 0.3.0's fixed-budget search at the 32 and 96
+  candidates a station its tables and checks used;
+* ``converged``: the default -- global candidates, then a pattern search down to 1/96 of
+  the range until a whole pass finds no gain above the noise;
+* ``converged-x2``: twice its effort -- a second pattern search from its answer, down to
+  1/192 of the range;
+* ``restarts``: an independent check of its reach -- four more pattern searches from
+  uniform-random prices;
+* ``de``: another method -- SciPy's differential evolution (the budget search with no
+  candidates of its own) started from the converged search's deviations, 150 candidates
+  a station.
+
+Each (profile, search) is one record in ``OUT/records/`` (``--resume`` keeps those there):
+the NashConv and its standard error over ``--seeds`` seeds, every station's gain, whether
+the search converged, its evaluations, its raw simulations (UE iterations) and its
+seconds (with the host's seconds per raw simulation). ``report.md`` gives the table and,
+per profile, whether the default sits on the plateau: doubling its effort (and the
+independent methods) change the figure by at most 0.5 point or 10 % of it.
+
+Profiles: ``nash`` and ``collusive`` (the game's shipped references, ``N`` and ``M``),
+``mid`` (every station at mid-bounds), and any grid cell's learned prices
+(``cell:PATH`` to its JSON record).
+
+Run (2 cores; ``tiny_market`` a few minutes, ``siouxfalls_market`` 3-10 min per search
+and profile)::
+
+    python benchmarks/studies/search_plateau.py --scenario tiny_market \\
+        --profiles nash collusive cell:benchmarks/results/marl_tiny_market/cells/X.json ... \\
+        --resume --out benchmarks/results/search_plateau_tiny_market
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import evcs_gym
+from evcs_gym.cli.common import parse_settings, read_price_file
+from evcs_gym.equilibrium.evaluation import BatchEvaluator
+from evcs_gym.equilibrium.exploitability import exploitability
+from evcs_gym.scenarios import load_references
+
+SEARCHES = ("budget32", "budget96", "converged", "converged-x2", "restarts", "de")
+"""The efforts compared, in the table's order."""
+DE_BUDGET = 150
+"""Candidates per station of the ``de`` search (differential evolution from the converged
+search's deviations)."""
+PLATEAU_POINTS, PLATEAU_SHARE = 0.005, 0.10
+"""A figure sits on the plateau when more effort changes it by at most 0.5 point of
+NashConv or 10 % of it."""
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--scenario", default="tiny_market")
+    p.add_argument("--profiles", nargs="+", default=["nash", "collusive", "mid"])
+    p.add_argument("--searches", nargs="+", default=list(SEARCHES), choices=SEARCHES)
+    p.add_argument("--seeds", type=int, default=4, help="seeds of the verified gains")
+    p.add_argument("--search-seeds", type=int, default=1, help="seeds a candidate is scored on")
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--resume", action="store_true", help="keep the records already in OUT")
+    p.add_argument("--out", default="search_plateau_out")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="a scenario setting")
+    return p.parse_args(argv)
+
+
+def profile_prices(spec: str, nd: evcs_gym.NetworkData) -> tuple[str, dict[str, Any]]:
+    """``(name, prices)`` of a profile named on the command line."""
+    if spec in ("nash", "collusive"):
+        references = load_references(nd)
+        if references is None:
+            raise SystemExit(f"{nd.name} ships no references: cannot use {spec!r}")
+        return spec, getattr(references, spec)
+    if spec == "mid":
+        return spec, {a: [(lo + hi) / 2] * nd.n_periods for a, (lo, hi) in nd.price_bounds.items()}
+    if spec.startswith("cell:"):
+        path = Path(spec[5:])
+        record = json.loads(path.read_text())
+        return path.stem.split("__", 1)[-1], record["prices"]
+    if spec.startswith("file:"):  # {station: prices}, or a solve/train output
+        path = Path(spec[5:])
+        return path.stem, read_price_file(str(path), "--profiles")
+    raise SystemExit(f"unknown profile {spec!r}: nash, collusive, mid, cell:PATH or file:PATH")
+
+
+def measure(
+    pool: Any, prices: dict[str, Any], search: str, seeds: int, search_seeds: int, out: Path
+) -> dict[str, Any]:
+    """One record: the certificate of ``prices`` with ``search``."""
+    evaluator = BatchEvaluator(pool)
+    kwargs: dict[str, Any] = {"search": search}
+    if search == "de":  # DE alone, from the converged search's deviations
+        converged = json.loads((out / "converged.json").read_text())
+        devs = converged["certificate"]["deviations"]
+        starts = {a: [d["best_prices"]] for a, d in devs.items()}
+        kwargs = {"search": "budget", "budget": DE_BUDGET, "grid": 0, "period_moves": None}
+        kwargs["starts"] = starts
+    started = time.perf_counter()
+    cert = exploitability(evaluator, prices, seeds=seeds, search_seeds=search_seeds, **kwargs)
+    seconds = time.perf_counter() - started
+    raw = sum(r.ue_iterations for r in evaluator._cache.values())
+    return {
+        "search": search,
+        "relative_nash_conv": cert.relative_nash_conv,
+        "relative_nash_conv_se": cert.relative_nash_conv_se,
+        "converged": cert.converged,
+        "gains": {a: d.relative_gain for a, d in cert.deviations.items()},
+        "gains_se": {a: d.relative_gain_se for a, d in cert.deviations.items()},
+        "evaluations": cert.evaluations,
+        "raw_simulations": raw,
+        "seconds": seconds,
+        "seconds_per_raw_simulation": seconds * pool.n_workers / max(raw, 1),
+        "summary": cert.summary(),
+        "certificate": cert.to_dict(),
+    }
+
+
+def plateau(records: dict[str, dict[str, Any]]) -> str:
+    """Whether the default's figure holds against more effort, in words."""
+    if "converged" not in records:
+        return "no converged record"
+    base = records["converged"]["relative_nash_conv"]
+    parts = []
+    for name in ("converged-x2", "restarts", "de"):
+        if name in records:
+            other = records[name]["relative_nash_conv"]
+            holds = abs(other - base) <= max(PLATEAU_POINTS, PLATEAU_SHARE * base)
+            parts.append(f"{name} {other - base:+.2%} ({'holds' if holds else 'MOVES'})")
+    return ", ".join(parts) or "nothing to compare"
+
+
+def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: list[str]) -> str:
+    """The markdown table of every profile and search, and the plateau verdicts."""
+    head = "| profile | " + " | ".join(searches) + " | plateau |"
+    lines = [
+        f"# Search plateau on `{scenario}`",
+        "",
+        "Verified NashConv ± SE (% of total revenue) by search; under it the evaluations, "
+        "raw simulations and minutes. Plateau: the converged search's figure against "
+        f"twice its effort and the independent methods (holds: within "
+        f"{PLATEAU_POINTS:.1%} point or {PLATEAU_SHARE:.0%}).",
+        "",
+        head,
+        "|---" * (len(searches) + 2) + "|",
+    ]
+    for profile, records in rows.items():
+        cells = []
+        for s in searches:
+            r = records.get(s)
+            if r is None:
+                cells.append("")
+                continue
+            se = r["relative_nash_conv_se"]
+            se_txt = "" if se is None or math.isnan(se) else f" ± {se:.2%}"
+            mark = "" if r["converged"] in (None, True) else " (capped)"
+            cells.append(
+                f"{r['relative_nash_conv']:.2%}{se_txt}{mark}<br>{r['evaluations']} ev, "
+                f"{r['raw_simulations']} raw, {r['seconds'] / 60:.1f} min"
+            )
+        lines.append(f"| {profile} | " + " | ".join(cells) + f" | {plateau(records)} |")
+    per_raw = [r["seconds_per_raw_simulation"] for rs in rows.values() for r in rs.values()]
+    if per_raw:
+        lines += [
+            "",
+            f"Host: {np.median(per_raw):.3f} worker-seconds per raw simulation (median).",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out)
+    (out / "records").mkdir(parents=True, exist_ok=True)
+    nd = evcs_gym.load_scenario(args.scenario, **parse_settings(args.set))
+    searches = [s for s in SEARCHES if s in args.searches]
+    rows: dict[str, dict[str, dict[str, Any]]] = {}
+    with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
+        for spec in args.profiles:
+            name, prices = profile_prices(spec, nd)
+            folder = out / "records" / name
+            folder.mkdir(exist_ok=True)
+            rows[name] = {}
+            for search in searches:
+                path = folder / f"{search}.json"
+                if not (args.resume and path.exists()):
+                    record = measure(pool, prices, search, args.seeds, args.search_seeds, folder)
+                    record.update(
+                        profile=spec,
+                        scenario=args.scenario,
+                        settings_hash=nd.settings_hash,
+                        date=datetime.datetime.now(datetime.timezone.utc).isoformat(
+                            timespec="seconds"
+                        ),
+                    )
+                    path.write_text(json.dumps(record, indent=1))
+                    print(
+                        f"{name} {search}: {record['relative_nash_conv']:.2%} "
+                        f"({record['evaluations']} evaluations, {record['seconds']:.0f} s)",
+                        flush=True,
+                    )
+                rows[name][search] = json.loads(path.read_text())
+    text = report(args.scenario, rows, searches)
+    (out / "report.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
