@@ -7,8 +7,8 @@ For a scenario with overrides (``--set KEY=VALUE``, the same as the CLI's) it pr
    vehicles charged on the network (the rest took the outside option). The total's
    maximum is the best uniform profile, a floor for the collusive reference.
 2. **Constant guesses**: the verified NashConv of every station at the floor, at
-   mid-bounds and at the ceiling (``exploitability``: every period alone at each bound
-   and ``--grid`` uniform levels within ``--budget`` candidates a station, on
+   mid-bounds and at the ceiling (``exploitability`` with ``--search``, by default the
+   converged search, ``--grid`` uniform levels among its global candidates, on
    ``--seeds`` seeds), the figures a market game must keep above 5 %.
 
 Run: ``python benchmarks/studies/market_probe.py --scenario tiny --set
@@ -39,7 +39,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--scenario", default="tiny")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--levels", type=int, default=11, help="uniform profiles across the bounds")
-    ap.add_argument("--budget", type=int, default=24, help="deviation candidates a station")
+    ap.add_argument(
+        "--search",
+        default="converged",
+        help="the deviation search (a preset name; until evcs-gym 0.3.0 'budget')",
+    )
+    ap.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="its candidates a station at most (None: the search's default)",
+    )
     ap.add_argument("--grid", type=int, default=7, help="uniform levels in each search")
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--workers", type=int, default=2)
@@ -72,18 +82,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     best_total, best_price = max(totals)
     print(f"best uniform profile: {best_price:.2f} (total revenue {best_total:.0f})")
 
-    print(f"\nconstant guesses ({args.budget} candidates a station, {args.seeds} seeds):")
+    cap = "" if args.budget is None else f", <= {args.budget} candidates a station"
+    print(f"\nconstant guesses ({args.search} search{cap}, {args.seeds} seeds):")
     with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
         for name, price in (("floor", low), ("mid-bounds", (low + high) / 2), ("ceiling", high)):
             t0 = time.perf_counter()
             cert = exploitability(
                 pool,
                 evcs_gym.uniform_prices(nd.agent_names, nd.n_periods, price),
-                search="budget",  # the probe's records were made with the fixed budget
+                search=args.search,
                 budget=args.budget,
                 grid=args.grid,
                 seeds=args.seeds,
-                period_moves=0,
             )
             figures["guesses"][name] = cert.relative_nash_conv
             best = "; ".join(
