@@ -86,7 +86,7 @@ class SessionOutcome:
     one_shot_gain: float
     """Largest relative gain of a one-round deviation in the repeated game over the
     cycle's states and the stations (Calvano's equilibrium check: 0 where every station
-    best-responds on the path)."""
+    best-responds on the path; gains below 10⁻⁹, the value iteration's rounding, are 0)."""
     best_reply_gain: float
     """Largest relative gain of a best reply (any deviation strategy) over the same:
     0 where the strategies are a Nash equilibrium of the repeated game."""
@@ -178,9 +178,14 @@ def session_outcome(
         total_reward=total,
         delta=float(table.delta(total)),
         nash_conv=float(np.mean([table.nash_conv(lv) for lv in levels])),
-        one_shot_gain=float(max(one_shot[:, cycle].max(), 0.0)),
-        best_reply_gain=float(max(best_reply[:, cycle].max(), 0.0)),
+        one_shot_gain=_gain(one_shot[:, cycle].max()),
+        best_reply_gain=_gain(best_reply[:, cycle].max()),
     )
+
+
+def _gain(value: float, noise: float = 1e-9) -> float:
+    """A relative gain, 0 below ``noise`` (the value iterations' rounding)."""
+    return float(value) if value > noise else 0.0
 
 
 def impulse_response(

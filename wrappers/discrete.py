@@ -60,7 +60,7 @@ GridLike = PriceGrid | Mapping[str, ArrayLike]
 
 def resolve_grid(env: ParallelEnv, grid: GridLike | None, m: int, xi: float) -> PriceGrid:
     """The grid of ``env``'s game: ``grid`` checked against it, or Calvano's (``m``, ``xi``)."""
-    base = env.unwrapped
+    base = getattr(env, "unwrapped", None)
     if not isinstance(base, EVCSPricingParallelEnv):
         raise TypeError(
             f"DiscretePrices needs an EVCSPricingParallelEnv (possibly wrapped), got {env!r}"

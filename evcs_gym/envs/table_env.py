@@ -89,6 +89,7 @@ class TablePricingEnv(ParallelEnv, EzPickle):
         self.observation_spaces = {a: space for a in self.possible_agents}
         self.state_space = spaces.Box(0.0, 1.0, shape=(n,), dtype=np.float32)
         self._ids = np.eye(n, dtype=np.float32)
+        self._powers = [m ** (n - 1 - i) for i in range(n)]  # row-major profile index
         self._levels = np.zeros(n, dtype=np.int64)
         self._round = 0
         self._np_random: np.random.Generator | None = None
@@ -135,8 +136,10 @@ class TablePricingEnv(ParallelEnv, EzPickle):
         if not self.agents:
             raise RuntimeError("step() called without a running episode; call reset() first")
         self._levels = self._check(actions)
-        index = self.grid.index(self._levels)
-        raw = self.table.lookup(index)
+        index = int(sum(p * int(x) for p, x in zip(self._powers, self._levels)))
+        raw = self.table.rewards[index]
+        if raw[0] != raw[0]:  # NaN: a lazy table's row not evaluated yet
+            raw = self.table.lookup(index)
         self._round += 1
         agents = self.agents
         rewards = {a: float(raw[i]) / self.reward_scale for i, a in enumerate(agents)}
@@ -160,9 +163,11 @@ class TablePricingEnv(ParallelEnv, EzPickle):
                 f"`actions` must map every agent {self.agents} to a level, got {got!r}"
             )
         out = np.empty(len(self.possible_agents), dtype=np.int64)
+        m = self.table.m
         for i, a in enumerate(self.possible_agents):
             value = actions[a]
-            if not self.action_spaces[a].contains(value) and not _integral(value, self.table.m):
+            fast = type(value) is int and 0 <= value < m
+            if not fast and not _integral(value, m):
                 raise ValueError(
                     f"action of agent {a!r} must be an integer level in [0, {self.table.m}), "
                     f"got {value!r}"
@@ -171,8 +176,11 @@ class TablePricingEnv(ParallelEnv, EzPickle):
         return out
 
     def _observations(self) -> dict[str, np.ndarray]:
-        last = self.state()
-        return {a: np.concatenate([last, self._ids[i]]) for i, a in enumerate(self.possible_agents)}
+        n = len(self.possible_agents)
+        obs = np.empty((n, 2 * n), dtype=np.float32)
+        obs[:, :n] = self._levels / max(self.table.m - 1, 1)
+        obs[:, n:] = self._ids
+        return dict(zip(self.possible_agents, obs))
 
     def _info(self, i: int, index: int, raw: np.ndarray) -> dict[str, Any]:
         info = {
