@@ -38,7 +38,7 @@ Example:
     >>> market = LogitMarket()
     >>> table = market.table(market.grid(m=5))
     >>> result = run_qlearning(table, QLearningConfig(sessions=4, window=500, beta=2e-4))
-    >>> result.converged.all(), result.strategies.shape
+    >>> bool(result.converged.all()), result.strategies.shape
     (True, (4, 2, 25))
 """
 
@@ -135,7 +135,7 @@ def initial_q(rewards: np.ndarray, m: int, delta: float) -> np.ndarray:
     Example:
         >>> r = np.array([[1.0, 1.0], [3.0, 0.0], [0.0, 3.0], [2.0, 2.0]])
         >>> initial_q(r, 2, 0.5).tolist()
-        [[1.0, 5.0], [1.0, 5.0]]
+        [[4.0, 2.0], [4.0, 2.0]]
     """
     n = rewards.shape[1]
     dense = rewards.reshape((m,) * n + (n,))
@@ -232,8 +232,8 @@ def run_qlearning(table: PayoffTable, config: QLearningConfig | None = None) -> 
                 converged[s], stop[s], last_state[s], strategies[s] = True, round_, at, learned
         t += block
         active = active[~converged[active]]
-    for s in active:
-        strategies[s], last_state[s] = sessions.strategies(int(s)), state[s]
+    for left in active.tolist():
+        strategies[left], last_state[left] = sessions.strategies(left), state[left]
     return QLearningResult(
         cfg, converged, stop, strategies, last_state, time.perf_counter() - t_start, t
     )

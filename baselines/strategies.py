@@ -65,6 +65,11 @@ class ImpulseResponse:
     """``(horizon + 1, n)`` mean levels."""
     prices: np.ndarray
     """``(horizon + 1, n, n_periods)`` mean prices."""
+    returned: float
+    """Share of the cycle's states from which play is back on the cycle by the horizon."""
+    punishment_length: float
+    """Mean rounds until play is back on the cycle, counting the deviation's round (1: the
+    deviation changed nothing), over the starts that return (NaN if none does)."""
 
 
 @dataclass
@@ -199,14 +204,24 @@ def impulse_response(
     among equally good ones); from round 2 on every station follows ``strategies``.
     """
     grid = table.grid
-    levels, prices = [], []
-    for s in limit_cycle(strategies, state, grid.m):
+    cycle = limit_cycle(strategies, state, grid.m)
+    levels, prices, lengths = [], [], []
+    for s in cycle:
         path = [grid.levels(s)]
         joint = strategies[:, s].copy()
         joint[deviator] = table.best_response(deviator, joint)
         for _ in range(horizon):
             path.append(joint.copy())
             joint = strategies[:, grid.index(joint)].copy()
+        back = [r for r in range(1, horizon + 1) if grid.index(path[r]) in set(cycle.tolist())]
+        lengths.append(back[0] if back else None)
         levels.append(np.array(path, dtype=np.float64))
         prices.append(np.stack([grid.price_array(lv) for lv in path]))
-    return ImpulseResponse(deviator, np.mean(levels, axis=0), np.mean(prices, axis=0))
+    done = [x for x in lengths if x is not None]
+    return ImpulseResponse(
+        deviator,
+        np.mean(levels, axis=0),
+        np.mean(prices, axis=0),
+        returned=len(done) / len(lengths),
+        punishment_length=float(np.mean(done)) if done else float("nan"),
+    )

@@ -17,7 +17,7 @@ from __future__ import annotations
 from evcs_gym.tabular.grid import PriceGrid, calvano_grid, path_levels
 from evcs_gym.tabular.logit import LogitMarket
 from evcs_gym.tabular.table import PayoffTable
-from evcs_gym.tabular.tabulate import game_digest, simulator_table, table_key
+from evcs_gym.tabular.tabulate import game_digest, save_table, simulator_table, table_key
 
 __all__ = [
     "LogitMarket",
@@ -26,6 +26,7 @@ __all__ = [
     "calvano_grid",
     "game_digest",
     "path_levels",
+    "save_table",
     "simulator_table",
     "table_key",
 ]

@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,7 +229,7 @@ def calvano_grid(
 
 
 def _path(
-    nash: Sequence[float], collusive: Sequence[float], t: np.ndarray, bounds: tuple[float, float]
+    nash: ArrayLike, collusive: ArrayLike, t: np.ndarray, bounds: tuple[float, float]
 ) -> np.ndarray:
     n, c = np.asarray(nash, dtype=np.float64), np.asarray(collusive, dtype=np.float64)
     return np.clip(n[None, :] + t[:, None] * (c - n)[None, :], bounds[0], bounds[1])

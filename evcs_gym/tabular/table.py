@@ -111,7 +111,7 @@ class PayoffTable:
     @property
     def filled(self) -> np.ndarray:
         """``(m^n,)`` bool: rows evaluated."""
-        return ~np.isnan(self.rewards).any(axis=1)
+        return np.asarray(~np.isnan(self.rewards).any(axis=1))
 
     @property
     def complete(self) -> bool:

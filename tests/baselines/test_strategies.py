@@ -70,3 +70,13 @@ def test_impulse_response_of_grim_trigger_punishes_forever(table):
     assert ir.levels[0].tolist() == [12, 12]
     assert ir.levels[1].tolist() == [table.best_response(0, [12, 12]), 12]
     assert (ir.levels[2:] == nash).all()
+    assert ir.returned == 0.0 and np.isnan(ir.punishment_length)  # grim: never forgiven
+
+
+def test_impulse_response_of_a_one_round_punishment_returns(table):
+    strategies = grim_trigger(table, high=12)
+    nash = table.grid.index(table.pure_nash()[0])
+    strategies[:, nash] = 12  # after one round at Nash, back to (12, 12)
+    ir = impulse_response(table, strategies, table.grid.index([12, 12]), deviator=1, horizon=6)
+    assert ir.levels[2].tolist() == list(table.pure_nash()[0]) and ir.levels[3].tolist() == [12, 12]
+    assert ir.returned == 1.0 and ir.punishment_length == 3.0

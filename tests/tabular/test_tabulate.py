@@ -9,7 +9,7 @@ import pytest
 import evcs_gym
 from evcs_gym.scenarios import References, load_references
 from evcs_gym.scenarios.cache import PreparationCache
-from evcs_gym.tabular import PriceGrid, calvano_grid, simulator_table, table_key
+from evcs_gym.tabular import PriceGrid, calvano_grid, save_table, simulator_table, table_key
 
 
 @pytest.fixture(scope="module")
@@ -91,3 +91,20 @@ def test_grids_of_other_games_are_refused(market):
         simulator_table(market, grid, cache=False)
     with pytest.raises(ValueError, match="`n_workers` must be a positive integer"):
         simulator_table(market, calvano_grid(market, m=2), n_workers=0, cache=False)
+
+
+def test_a_shipped_table_is_read_when_its_key_holds(market, small_grid, full, tmp_path):
+    table, _ = full
+    path = save_table(table, tmp_path / "tiny_market.npz")
+
+    class Refuses:
+        def evaluate(self, prices, seed=None):
+            raise AssertionError("a shipped table evaluated")
+
+    store = PreparationCache(tmp_path / "cache")
+    again = simulator_table(
+        market, small_grid, seed=0, evaluator=Refuses(), cache=store, shipped=path
+    )
+    assert np.array_equal(again.rewards, table.rewards) and len(store.entries()) == 1
+    stale = simulator_table(market, small_grid, seed=5, fill=False, cache=False, shipped=path)
+    assert stale.filled.sum() == 0  # another seed: another key, the file is ignored
