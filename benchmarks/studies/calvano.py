@@ -51,6 +51,7 @@ import numpy as np
 import evcs_gym
 from evcs_gym.baselines.qlearning import QLearningConfig, run_qlearning
 from evcs_gym.baselines.strategies import impulse_response, session_outcome
+from evcs_gym.envs import TablePricingEnv
 from evcs_gym.tabular import LogitMarket, PayoffTable, calvano_grid, save_table, simulator_table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         path = args.out / f"{part}.json"
         if args.report_only or args.resume:
             kept = _kept(path, part, args)
+            if kept is not None and "references" not in kept:  # records before these fields
+                kept["table_env_step_us"] = step_time(table_of(part, args))
+                kept["references"] = reference_prices(part, args)
+                path.write_text(json.dumps(kept, indent=1, default=_jsonable))
             if kept is not None or args.report_only:
                 results[part] = kept
                 continue
@@ -183,11 +188,45 @@ def run_part(part: str, args: argparse.Namespace) -> dict[str, Any]:
         "table_key": table.meta.get("key"),
         "table": table_summary(table),
         "grid_game": grid_game(table),
+        "references": reference_prices(part, args),
     }
     if part == "simulator":
         record["closed_form"] = against_closed_form(table, args)
+    record["table_env_step_us"] = step_time(table)
     record["qlearning"] = learn(table, args)
     return record
+
+
+def step_time(table: PayoffTable, steps: int = 5000) -> float:
+    """Microseconds a step of :class:`~evcs_gym.envs.TablePricingEnv` on ``table``."""
+    env = TablePricingEnv(table, rounds=steps)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    plays = [
+        {a: int(x) for a, x in zip(env.possible_agents, rng.integers(table.m, size=table.n_agents))}
+        for _ in range(steps)
+    ]
+    t0 = time.perf_counter()
+    for actions in plays:
+        env.step(actions)
+    return (time.perf_counter() - t0) / steps * 1e6
+
+
+def reference_prices(part: str, args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """Each station's prices at the continuous N and M (the grid's path ends)."""
+    if part == "anchor":
+        market = LogitMarket()
+        pn, pm = market.nash_prices(), market.monopoly_prices()
+        return {a: {"nash": [pn[i]], "collusive": [pm[i]]} for i, a in enumerate(market.agents)}
+    from evcs_gym.scenarios import load_references
+
+    nd, _ = game(part, args)
+    refs = load_references(nd)
+    assert refs is not None  # the grid was built from them
+    return {
+        a: {"nash": refs.nash[a].tolist(), "collusive": refs.collusive[a].tolist()}
+        for a in nd.agent_names
+    }
 
 
 def table_summary(table: PayoffTable) -> dict[str, Any]:

@@ -236,8 +236,9 @@ def _overview(results: dict[str, Any]) -> list[str]:
             "best-reply equilibria",
             "stage NashConv",
             "Q-learning time",
+            "table env step",
         ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for part, r in results.items():
         s, q = r["qlearning"]["summary"], r["qlearning"]
@@ -248,7 +249,9 @@ def _overview(results: dict[str, Any]) -> list[str]:
             f"{d['mean']:.3f} [{d['ci_low']:.3f}, {d['ci_high']:.3f}] | "
             f"{d['p2_5']:.2f} – {d['p97_5']:.2f} | {s['one_shot_equilibria']:.0%} | "
             f"{s['best_reply_equilibria']:.0%} | {s['stage_nash_conv']:.1%} | "
-            f"{q['seconds'] / 60:.1f} min ({q['rounds_run'] / 1e6:.2f} M rounds) |"
+            f"{q['seconds'] / 60:.1f} min ({q['rounds_run'] / 1e6:.2f} M rounds; "
+            f"{q['seconds'] / q['rounds_run'] * 1e6 / 60:.1f} min a million) | "
+            f"{_fmt(r.get('table_env_step_us'), 0)} µs |"
         )
     return ["## Overview", "", *rows, "",
             f"Calvano et al. (2020, Table I): Δ {CALVANO['delta']} (sd {CALVANO['delta_sd']}) "
@@ -287,14 +290,13 @@ def _part(part: str, r: dict[str, Any]) -> list[str]:
             f"same joint optimum: {c['same_joint_optimum']}, "
             f"same pure equilibria: {c['same_pure_nash']}."
         )
-    lines += [
-        "",
-        "| station | limit price (mean) | 2.5–97.5 % | position (0 N, 1 M) |",
-        "|---|---|---|---|",
-    ]
+    head = ("station", "limit price (mean over periods)", "2.5–97.5 % of sessions", "N", "M")
+    lines += ["", _row(*head, "position (0 N, 1 M)"), "|---|---|---|---|---|---|"]
     for a, x in s["limit"].items():
         spread = f"{x['price_p2_5']:.3f} – {x['price_p97_5']:.3f}"
-        lines.append(_row(a, f"{x['mean_price']:.3f}", spread, f"{x['position']:.2f}"))
+        ref = r.get("references", {}).get(a, {})
+        n, m = (_fmt(float(np.mean(ref[k])), 3) if k in ref else "–" for k in ("nash", "collusive"))
+        lines.append(_row(a, f"{x['mean_price']:.3f}", spread, n, m, f"{x['position']:.2f}"))
     lines += ["", f"Cycle lengths: {s['cycle_lengths']}; "
               f"mean one-shot gain {s['one_shot_gain']:.2%}, "
               f"best-reply gain {s['best_reply_gain']:.1%}.", "",
