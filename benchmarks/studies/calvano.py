@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             if kept is not None and "references" not in kept:  # records before these fields
                 kept["table_env_step_us"] = step_time(table_of(part, args))
                 kept["references"] = reference_prices(part, args)
-                path.write_text(json.dumps(kept, indent=1, default=_jsonable))
+                path.write_text(json.dumps(kept, default=_jsonable))
             if kept is not None or args.report_only:
                 results[part] = kept
                 continue
@@ -104,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         print(f"== {part}", flush=True)
         results[part] = run_part(part, args)
         results[part]["wall_seconds"] = time.perf_counter() - t0
-        path.write_text(json.dumps(results[part], indent=1, default=_jsonable))
+        path.write_text(json.dumps(results[part], default=_jsonable))
     results = {k: v for k, v in results.items() if v is not None}
     text = calvano_report.write(results, args, sys.argv if argv is None else argv)
     print(text)

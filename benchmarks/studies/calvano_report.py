@@ -253,6 +253,18 @@ def _overview(results: dict[str, Any]) -> list[str]:
             f"{q['seconds'] / q['rounds_run'] * 1e6 / 60:.1f} min a million) | "
             f"{_fmt(r.get('table_env_step_us'), 0)} µs |"
         )
+    rows += [
+        "",
+        "Δ on the grid's own scale, (R − R_e) / (R_o − R_e) with R_e the grid game's least "
+        "exploitable profile and R_o its joint optimum (a grid whose equilibrium lies above "
+        "N or whose optimum lies below M moves Δ):",
+        "",
+    ]
+    for part, r in results.items():
+        g, d = r["grid_game"], r["qlearning"]["summary"]["delta"]
+        low, high = g["least_exploitable"]["delta"], g["joint_optimum"]["delta"]
+        rows.append(f"- {TITLES[part]}: {(d['mean'] - low) / (high - low):.2f} (the grid's "
+                    f"equilibrium at Δ {low:.2f}, its optimum at {high:.2f})")  # fmt: skip
     return ["## Overview", "", *rows, "",
             f"Calvano et al. (2020, Table I): Δ {CALVANO['delta']} (sd {CALVANO['delta_sd']}) "
             f"over 1,000 sessions, {CALVANO['one_shot_equilibria']:.1%} of them equilibria by "
