@@ -25,10 +25,11 @@ its prices, Δ, the stage game's NashConv on the grid, the one-shot and best-rep
 in the repeated game, and impulse responses (each station in turn deviates for one round
 to its static best response; is it punished, does play return?).
 
-Output in ``--out``: ``<part>.json`` per part (``--resume`` keeps those whose table key
-and configuration are unchanged), ``tables/<part>.npz`` (the tables, read back by a
-later run when their keys hold), ``delta.png`` (Δ over sessions per part),
-``impulse_<part>.png`` and ``report.md`` (the tables and the plain answer).
+Output in ``--out``: ``run.json`` (the command and the games), ``<part>.json`` per part
+(``--resume`` keeps those whose table key and configuration are unchanged),
+``tables/<part>.npz`` (the tables, read back by a later run when their keys hold),
+``delta.png`` (Δ over sessions per part), ``impulse_<part>.png`` and ``report.md`` (the
+tables and the plain answer).
 
 Run: ``python benchmarks/studies/calvano.py --resume`` (all four parts, 100 sessions
 each). A smoke run: ``--parts anchor tiny_market --sessions 2 --max-rounds 2000 --m-tiny 3``.
@@ -106,9 +107,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         results[part]["wall_seconds"] = time.perf_counter() - t0
         path.write_text(json.dumps(results[part], default=_jsonable))
     results = {k: v for k, v in results.items() if v is not None}
+    command = ["python benchmarks/studies/calvano.py", *(sys.argv[1:] if argv is None else argv)]
+    run = {"command": " ".join(command), "games": games(results)}
+    (args.out / "run.json").write_text(json.dumps(run, indent=2))
     text = calvano_report.write(results, args, sys.argv if argv is None else argv)
     print(text)
     return results
+
+
+def games(results: dict[str, Any]) -> dict[str, list[str]]:
+    """The game each part played, as the results index reads it."""
+    from evcs_gym import __version__
+
+    out = {}
+    for part, record in results.items():
+        settings = record["table"]["meta"].get("settings_hash")
+        out[part] = [f"evcs-gym {__version__}, settings {settings}"] if settings else []
+    return out
 
 
 def config(args: argparse.Namespace) -> QLearningConfig:

@@ -234,7 +234,9 @@ def save_table(table: PayoffTable, path: str | Path) -> Path:
     """Write ``table`` (rows, flows, references and meta, with its cache key) to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **_entry(table))
+    # Any: numpy's stub would match a `**` mapping of arrays with `allow_pickle`
+    members: dict[str, Any] = _entry(table)
+    np.savez_compressed(path, **members)
     return path
 
 
