@@ -1,4 +1,5 @@
-"""Generic multi-agent RL baselines for PettingZoo ``ParallelEnv`` games with Box spaces.
+"""Generic multi-agent RL baselines for PettingZoo ``ParallelEnv`` games with Box spaces,
+and tabular Q-learning on a payoff table.
 
 Three DDPG-family learners share one implementation and differ only in what each agent's
 critic sees:
@@ -12,9 +13,12 @@ All implement the :class:`Algorithm` protocol (batched acting and storing for ve
 NashConv from the learned critics by projected gradient ascent on each agent's own action.
 :class:`GameTrainer` trains any of them through a multi-agent vector env, and
 :mod:`~evcs_gym.baselines.recipe` derives a training run's settings from its budget.
-The game's equilibrium tools (verified exploitability, the reference solver) live in
-:mod:`evcs_gym.equilibrium`; their names still import from here, with a
-``DeprecationWarning``.
+:func:`run_qlearning` (:mod:`~evcs_gym.baselines.qlearning`) is Calvano et al.'s tabular
+Q-learning, vectorised over sessions, on a :class:`~evcs_gym.tabular.PayoffTable`;
+:mod:`~evcs_gym.baselines.strategies` reads what it learned (limit cycles, Δ, impulse
+responses, the repeated-game equilibrium check). The game's equilibrium tools (verified
+exploitability, the reference solver) live in :mod:`evcs_gym.equilibrium`; their names
+still import from here, with a ``DeprecationWarning``.
 
 The names import from their modules on first use, so ``import evcs_gym.baselines`` does
 not import PyTorch (an optional dependency): :data:`ALGORITHM_NAMES`
@@ -51,6 +55,15 @@ if TYPE_CHECKING:  # imported on first use below: PyTorch is optional and slow t
     from evcs_gym.baselines.maddpg import MADDPG, MADDPGConfig
     from evcs_gym.baselines.mfddpg import MFDDPG, MFDDPGConfig
     from evcs_gym.baselines.nashconv import NashConvChecker, NashConvResult
+    from evcs_gym.baselines.qlearning import QLearningConfig, QLearningResult, run_qlearning
+    from evcs_gym.baselines.strategies import (
+        ImpulseResponse,
+        SessionOutcome,
+        impulse_response,
+        limit_cycle,
+        repeated_game_gains,
+        session_outcome,
+    )
     from evcs_gym.baselines.trainer import GameTrainer, TrainerConfig, TrainResult
     from evcs_gym.baselines.vec import SerialVecEnv
 
@@ -79,6 +92,15 @@ __all__ = [
     "MFDDPGConfig",
     "NashConvChecker",
     "NashConvResult",
+    "QLearningConfig",
+    "QLearningResult",
+    "run_qlearning",
+    "ImpulseResponse",
+    "SessionOutcome",
+    "impulse_response",
+    "limit_cycle",
+    "repeated_game_gains",
+    "session_outcome",
     "ReplayBuffer",
     "mlp",
     "polyak_update",
@@ -105,6 +127,15 @@ _EXPORTS: dict[str, str] = {
     "MFDDPGConfig": "evcs_gym.baselines.mfddpg",
     "NashConvChecker": "evcs_gym.baselines.nashconv",
     "NashConvResult": "evcs_gym.baselines.nashconv",
+    "QLearningConfig": "evcs_gym.baselines.qlearning",
+    "QLearningResult": "evcs_gym.baselines.qlearning",
+    "run_qlearning": "evcs_gym.baselines.qlearning",
+    "ImpulseResponse": "evcs_gym.baselines.strategies",
+    "SessionOutcome": "evcs_gym.baselines.strategies",
+    "impulse_response": "evcs_gym.baselines.strategies",
+    "limit_cycle": "evcs_gym.baselines.strategies",
+    "repeated_game_gains": "evcs_gym.baselines.strategies",
+    "session_outcome": "evcs_gym.baselines.strategies",
     "GameTrainer": "evcs_gym.baselines.trainer",
     "TrainerConfig": "evcs_gym.baselines.trainer",
     "TrainResult": "evcs_gym.baselines.trainer",

@@ -7,9 +7,10 @@ The layers, each usable alone, and the room (sub-package) that holds each::
     ParallelEvaluatorPool      the same, on worker processes or Ray actors      parallel/
     parallel_env() / env()     the one-step game (PettingZoo parallel / AEC)    envs/
     gym.make("EVCSPricing-v0") single-agent views (joint pricing, best response) envs/
-    evcs_gym.wrappers          HistoryWrapper (repeated game), RescaleActions, vector env
+    evcs_gym.wrappers          HistoryWrapper (repeated game), DiscretePrices, vector env, ...
     evcs_gym.equilibrium       verified exploitability, the reference solver
-    evcs_gym.baselines         MADDPG / IDDPG / MFDDPG, GameTrainer, recipes
+    evcs_gym.tabular           price grids, payoff tables of the grid game, Calvano's logit market
+    evcs_gym.baselines         MADDPG / IDDPG / MFDDPG, GameTrainer, recipes, tabular Q-learning
     evcs_gym.cli               ``evcs-gym <command>``, one module per command
 
 A module imports only from the layers below its own (pyproject's ``[tool.importlinter]``,

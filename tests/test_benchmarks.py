@@ -253,3 +253,24 @@ def test_repeated_market_plays_the_impulse_on_the_learned_policies(load_script, 
     assert "| maddpg | 0 |" in out and "maddpg (1 seeds): Δ" in out
     assert study.main([*argv, "--out", str(tmp_path), "--resume"]) == 0  # kept, not rerun
     assert "kept maddpg__seed0.json" in capsys.readouterr().out
+
+
+def test_calvano_study_smoke_and_resume(load_script, tmp_path, capsys):
+    study = load_script("benchmarks/studies", "calvano")
+    argv = ["--parts", "anchor", "simulator", "tiny_market", "--sessions", "2"]
+    argv += ["--max-rounds", "2000", "--window", "500", "--m-anchor", "3", "--m-tiny", "3"]
+    argv += ["--drivers", "200", "--horizon", "5", "--out", str(tmp_path)]
+    results = study.main(argv)
+    assert set(results) == {"anchor", "simulator", "tiny_market"}
+    for part in results:
+        summary = results[part]["qlearning"]["summary"]
+        assert summary["sessions"] == 2 and len(summary["impulse"]) == 2
+        assert (tmp_path / f"impulse_{part}.png").is_file()
+    assert results["simulator"]["closed_form"]["drivers"] == 200
+    assert (tmp_path / "tables" / "tiny_market.npz").is_file()
+    report = (tmp_path / "report.md").read_text()
+    assert "## Overview" in report and "deep learners" in report
+    capsys.readouterr()
+    again = study.main([*argv, "--resume"])
+    assert "== " not in capsys.readouterr().out  # every part kept
+    assert again["anchor"]["qlearning"]["sessions"] == results["anchor"]["qlearning"]["sessions"]

@@ -42,3 +42,12 @@ def test_custom_scenario_writes_loads_and_evaluates_a_folder(load_script, tmp_pa
     # undercutting wins the south station drivers
     assert out["south undercuts"]["south"] > out["equal prices"]["south"]
     assert "one step of the game" in capsys.readouterr().out
+
+
+def test_qlearning_discrete(load_script, capsys):
+    out = load_script("examples", "qlearning_discrete").main(
+        ["--levels", "3", "--sessions", "2", "--max-rounds", "3000", "--window", "500"]
+    )
+    assert len(out["deltas"]) == 2 and all(np.isfinite(out["deltas"]))
+    text = capsys.readouterr().out
+    assert "collusion index of the limit cycles" in text and "round 3: levels" in text

@@ -5,7 +5,9 @@ the repeated game of :class:`~evcs_gym.wrappers.HistoryWrapper`) into a ``gymnas
 
 * **joint control** (``agent=None``): one controller sets every station's prices. Action:
   ``Box`` of shape ``(n_agents * n_periods,)``, agent-major (station 0's periods, then
-  station 1's, … in ``possible_agents`` order), each entry in its station's bounds.
+  station 1's, … in ``possible_agents`` order), each entry in its station's bounds; over
+  ``Discrete`` stations (:class:`~evcs_gym.wrappers.DiscretePrices`) a ``MultiDiscrete``
+  of one level per station.
   Observation: the parallel env's global ``state()``. Reward: the sum of all stations'
   rewards — total revenue, the collusive (monopoly) benchmark.
 * **best response** (``agent="10"``): one station learns against opponents whose actions
@@ -13,6 +15,8 @@ the repeated game of :class:`~evcs_gym.wrappers.HistoryWrapper`) into a ``gymnas
   action space) or come from ``opponent_policy(observations) -> actions``, called with
   the opponents' current observations ``{agent: obs}`` (a MARL policy's
   ``take_action``-style method fits). Action and observation: that station's spaces.
+  Default fixed opponents play the middle of their action space (the middle level of a
+  ``Discrete`` one).
   Reward: that station's reward.
 
 Opponent actions are in the parallel env's action units (prices for the unwrapped
@@ -93,11 +97,7 @@ class SingleAgentView(gymnasium.Env):
             state_space = getattr(env, "state_space", None)
             if not isinstance(state_space, spaces.Box):
                 raise ValueError(f"joint control needs a Box `state_space` on {env!r}")
-            self.action_space = spaces.Box(
-                np.concatenate([b.low.ravel() for b in boxes]),
-                np.concatenate([b.high.ravel() for b in boxes]),
-                dtype=np.float32,
-            )
+            self.action_space = _joint_space(boxes)
             self.observation_space = state_space
             self._sizes = [int(np.prod(b.shape)) for b in boxes]
             self.opponents: list[str] = []
@@ -174,6 +174,8 @@ class SingleAgentView(gymnasium.Env):
                     f"joint action must have shape {self.action_space.shape} "
                     f"(n_agents * n_periods, agent-major), got shape {arr.shape}: {action!r}"
                 )
+            if isinstance(self.action_space, spaces.MultiDiscrete):
+                return {a: arr[i].astype(np.int64) for i, a in enumerate(self.possible_agents)}
             parts = np.split(arr, np.cumsum(self._sizes)[:-1])
             return {
                 a: p.reshape(self.parallel_env.action_space(a).shape)
@@ -196,10 +198,7 @@ class SingleAgentView(gymnasium.Env):
             return {}
         env = self.parallel_env
         if given is None:
-            return {
-                o: ((env.action_space(o).low + env.action_space(o).high) / 2).astype(np.float64)
-                for o in self.opponents
-            }
+            return {o: _middle(env.action_space(o)) for o in self.opponents}
         unknown = [o for o in given if o not in self.opponents]
         if unknown:
             raise ValueError(
@@ -212,7 +211,15 @@ class SingleAgentView(gymnasium.Env):
         out = {}
         for o in self.opponents:
             row = np.asarray(given[o], dtype=np.float64)
-            shape = env.action_space(o).shape
+            space = env.action_space(o)
+            shape = space.shape
+            if (
+                isinstance(space, spaces.Discrete)
+                and row.shape == ()
+                and space.contains(int(row) if np.isfinite(row) and row == int(row) else -1)
+            ):
+                out[o] = np.asarray(int(row))
+                continue
             if row.shape != shape or not np.all(np.isfinite(row)):
                 raise ValueError(
                     f"`opponent_prices[{o!r}]` must be finite with shape {shape}, "
@@ -224,3 +231,24 @@ class SingleAgentView(gymnasium.Env):
     def __str__(self) -> str:
         mode = "joint" if self.agent is None else f"best response of {self.agent!r}"
         return f"SingleAgentView<{self.parallel_env}, {mode}>"
+
+
+def _joint_space(parts: list[spaces.Space]) -> spaces.Box | spaces.MultiDiscrete:
+    """The joint action space of the stations' spaces (all Box or all Discrete)."""
+    if all(isinstance(b, spaces.Discrete) for b in parts):
+        return spaces.MultiDiscrete([int(b.n) for b in parts])  # type: ignore[attr-defined]
+    if not all(isinstance(b, spaces.Box) for b in parts):
+        raise ValueError(f"joint control needs all Box or all Discrete action spaces, got {parts}")
+    return spaces.Box(
+        np.concatenate([b.low.ravel() for b in parts]),  # type: ignore[attr-defined]
+        np.concatenate([b.high.ravel() for b in parts]),  # type: ignore[attr-defined]
+        dtype=np.float32,
+    )
+
+
+def _middle(space: spaces.Space) -> np.ndarray:
+    """The middle of an action space: of a Box's bounds, or a Discrete's middle level."""
+    if isinstance(space, spaces.Discrete):
+        return np.asarray(int(space.start) + int(space.n) // 2)
+    box = space
+    return ((box.low + box.high) / 2).astype(np.float64)  # type: ignore[attr-defined]

@@ -11,7 +11,9 @@ the same code as when stepped alone (``begin_step`` → evaluate → ``end_step`
 pool's results are bit-identical to serial evaluation, the vector env returns exactly
 what stepping the copies one after another would return.
 
-Shapes: observations ``{agent: (num_envs, obs_dim)}`` float32, rewards
+Shapes: actions ``{agent: (num_envs, act_dim)}`` (``(num_envs,)`` integer levels for
+``Discrete`` actions, :class:`~evcs_gym.wrappers.DiscretePrices`), observations
+``{agent: (num_envs, obs_dim)}`` float32, rewards
 ``{agent: (num_envs,)}`` float64, terminations / truncations ``{agent: (num_envs,)}``
 bool, infos a list of ``num_envs`` per-copy ``{agent: info}`` dicts.
 
@@ -55,6 +57,7 @@ from pettingzoo import ParallelEnv
 from evcs_gym.envs.parallel_env import PendingStep, parallel_env, resolve_scenario
 from evcs_gym.network import NetworkData
 from evcs_gym.ue.evaluator import EvalResult
+from evcs_gym.wrappers.discrete import DiscretePrices, GridLike, resolve_grid
 from evcs_gym.wrappers.history import HistoryWrapper
 from evcs_gym.wrappers.rescale import RescaleActions
 
@@ -329,15 +332,19 @@ class EVCSVectorEnv:
             )
         batch: list[dict[str, np.ndarray]] = [{} for _ in self.envs]
         for a in self.possible_agents:
-            # the copies' action spaces are Boxes: their shape is never None
-            act_shape = cast(tuple[int, ...], self.action_space(a).shape)
+            # the copies' action spaces are Boxes or Discretes: their shape is never None
+            space = self.action_space(a)
+            act_shape = cast(tuple[int, ...], space.shape)
             shape = (self.num_envs, *act_shape)
+            dtype = np.int64 if isinstance(space, spaces.Discrete) else np.float64
             try:
-                arr = np.asarray(actions[a], dtype=np.float64)
+                arr = np.asarray(actions[a])
+                if dtype is np.int64 and arr.dtype.kind == "f" and (arr == arr.round()).all():
+                    arr = arr.astype(np.int64)
+                arr = arr.astype(dtype, casting="same_kind")
             except (TypeError, ValueError):
-                raise ValueError(
-                    f"actions of agent {a!r} are not numeric: {actions[a]!r}"
-                ) from None
+                kind = "integer levels" if dtype is np.int64 else "numeric"
+                raise ValueError(f"actions of agent {a!r} are not {kind}: {actions[a]!r}") from None
             if arr.shape != shape:
                 raise ValueError(
                     f"actions of agent {a!r} must have shape {shape} (num_envs, act_dim), "
@@ -394,6 +401,7 @@ def make_vector_env(
     rounds: int | None = 10,
     history: Mapping[str, Any] | None = None,
     rescale_actions: bool = False,
+    discrete: int | GridLike | None = None,
     pool: PoolLike | None = None,
     n_workers: int = 2,
     scenario_overrides: Mapping[str, Any] | None = None,
@@ -410,6 +418,10 @@ def make_vector_env(
         history: further :class:`~evcs_gym.wrappers.HistoryWrapper` arguments.
         rescale_actions: wrap in :class:`~evcs_gym.wrappers.RescaleActions` (actions in
             ``[-1, 1]``).
+        discrete: wrap the base env in :class:`~evcs_gym.wrappers.DiscretePrices`
+            (``Discrete(m)`` actions, under the history): ``m`` levels on Calvano's grid,
+            or a grid (:class:`~evcs_gym.tabular.PriceGrid` or ``{station: (m,
+            n_periods) profiles}``); its actions are ``(num_envs,)`` integer levels.
         pool, n_workers: see :class:`EVCSVectorEnv`.
         scenario_overrides: settings overrides for :func:`evcs_gym.load_scenario`.
         **env_kwargs: :class:`~evcs_gym.envs.EVCSPricingParallelEnv` arguments
@@ -422,9 +434,17 @@ def make_vector_env(
     nd = resolve_scenario(scenario, scenario_overrides)
     if history and rounds is None:
         raise ValueError("`history` options need `rounds` (the repeated game's length)")
+    if discrete is not None and rescale_actions:
+        raise ValueError("`discrete` actions are levels: they cannot be rescaled as well")
+    grid = None
+    if discrete is not None:  # resolved once: every copy shares one grid
+        probe = parallel_env(scenario=nd)
+        grid = resolve_grid(probe, *_grid_options(discrete))
 
     def make() -> ParallelEnv:
         env: ParallelEnv = parallel_env(scenario=nd, **env_kwargs)
+        if grid is not None:
+            env = DiscretePrices(env, grid)
         if rounds is not None:
             env = HistoryWrapper(env, rounds, **dict(history or {}))
         if rescale_actions:
@@ -432,3 +452,12 @@ def make_vector_env(
         return env
 
     return EVCSVectorEnv([make] * int(num_envs), pool=pool, n_workers=n_workers)
+
+
+def _grid_options(discrete: int | GridLike) -> tuple[GridLike | None, int, float]:
+    """``make_vector_env``'s ``discrete`` as :func:`resolve_grid`'s ``(grid, m, xi)``."""
+    if isinstance(discrete, bool):
+        raise ValueError(f"`discrete` must be a number of levels or a grid, actually: {discrete!r}")
+    if isinstance(discrete, (int, np.integer)):
+        return None, int(discrete), 0.1
+    return discrete, 0, 0.1

@@ -5,6 +5,8 @@
 * :func:`env` — the same game as a PettingZoo AEC env.
 * :class:`EVCSPricingEnv` — ``gym.make("EVCSPricing-v0")``: joint control or one
   station's best response, optionally repeated (``rounds``).
+* :class:`TablePricingEnv` — the game on a price grid replayed from a payoff table
+  (:mod:`evcs_gym.tabular`): ``Discrete(m)`` actions, microseconds a step.
 
 Example:
     >>> import evcs_gym
@@ -23,6 +25,7 @@ from evcs_gym.envs.parallel_env import (
     parallel_env,
 )
 from evcs_gym.envs.registration import ENV_ID, register_envs
+from evcs_gym.envs.table_env import TablePricingEnv
 
 __all__ = [
     "ENV_ID",
@@ -30,6 +33,7 @@ __all__ = [
     "EVCSPricingParallelEnv",
     "EvaluatorLike",
     "PendingStep",
+    "TablePricingEnv",
     "env",
     "parallel_env",
     "raw_env",
