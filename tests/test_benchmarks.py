@@ -274,3 +274,21 @@ def test_calvano_study_smoke_and_resume(load_script, tmp_path, capsys):
     again = study.main([*argv, "--resume"])
     assert "== " not in capsys.readouterr().out  # every part kept
     assert again["anchor"]["qlearning"]["sessions"] == results["anchor"]["qlearning"]["sessions"]
+
+
+def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
+    study = load_script("benchmarks/studies", "search_plateau")
+    argv = ["--scenario", "tiny", "--profiles", "mid", "--searches", "budget32", "converged"]
+    argv += ["--seeds", "2", "--workers", "1", "--out", str(tmp_path)]
+    assert study.main(argv) == 0
+    records = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "records/mid").iterdir()}
+    assert set(records) == {"budget32", "converged"}
+    assert records["converged"]["converged"] is True
+    assert records["converged"]["evaluations"] > 0 and records["converged"]["raw_simulations"] > 0
+    report = (tmp_path / "report.md").read_text()
+    assert "| mid |" in report and "converged-x2" not in report
+    before = records["converged"]["date"]
+    assert study.main([*argv, "--resume"]) == 0  # kept, not measured again
+    assert json.loads((tmp_path / "records/mid/converged.json").read_text())["date"] == before
+    run = json.loads((tmp_path / "run.json").read_text())
+    assert len(run["commands"]) == 2 and "--resume" in run["command"]

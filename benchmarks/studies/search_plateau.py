@@ -41,6 +41,8 @@ import argparse
 import datetime
 import json
 import math
+import shlex
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -181,6 +183,18 @@ def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: 
     return "\n".join(lines) + "\n"
 
 
+def record_command(out: Path, argv: Sequence[str]) -> None:
+    """Append this run's command and date to ``OUT/run.json`` (a resumed study lists
+    every command that wrote to it)."""
+    path = out / "run.json"
+    run = json.loads(path.read_text()) if path.exists() else {"commands": []}
+    command = "python " + shlex.join(["benchmarks/studies/search_plateau.py", *argv])
+    date = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    run["commands"].append({"command": command, "date": date})
+    run["command"] = command
+    path.write_text(json.dumps(run, indent=1))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     out = Path(args.out)
@@ -213,6 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         flush=True,
                     )
                 rows[name][search] = json.loads(path.read_text())
+    record_command(out, sys.argv[1:] if argv is None else argv)
     text = report(args.scenario, rows, searches)
     (out / "report.md").write_text(text)
     print(text)
