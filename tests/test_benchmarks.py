@@ -113,7 +113,7 @@ def test_seed_spread_measures_a_profile_on_each_seed(load_script, tmp_path, caps
 def test_stop_rule_replay_replays_the_scenarios_rule_and_a_candidate(load_script, capsys):
     study = load_script("benchmarks/studies", "stop_rule_replay")
     rule = '{"ue_convergence_stable_rounds": 6}'
-    argv = ["--scenario", "tiny_market", "--seeds", "2", "--training", "1", "--random", "1"]
+    argv = ["--scenario", "tiny_market", "--seeds", "2", "--training", "2", "--random", "0"]
     figures = study.main([*argv, "--iterations", "16", "--workers", "1", "--rule", rule])
     assert list(figures["rules"]) == ["{}", rule]
     for replay in figures["rules"].values():
