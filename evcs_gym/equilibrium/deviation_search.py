@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy.optimize import differential_evolution
 
+from evcs_gym.equilibrium.candidates import single_period_moves
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.search_spec import PERIOD_STEP
 
@@ -233,25 +234,14 @@ def best_response(
     search = _Search(evaluator, profile, agent, seed, (low, high), budget, objective)
     x0 = np.clip(np.asarray(profile[agent], dtype=float), low, high)
 
-    def moves(offsets: list[float]) -> list[tuple[int, np.ndarray]]:
-        """``(period, prices)``: each period alone moved by each offset, clipped to bounds."""
-        out = []
-        for p in range(n):
-            for d in offsets:
-                value = min(max(x0[p] + d, low), high)
-                if value != x0[p]:
-                    x = x0.copy()
-                    x[p] = value
-                    out.append((p, x))
-        return out
-
     bound_moves: list[tuple[int, np.ndarray]] = []
     near_moves: list[tuple[int, np.ndarray]] = []
     if period_moves is not None:
-        bound_moves = moves([-math.inf, math.inf])  # clipped: the lower and upper bound
+        # clipped: each period alone at the lower and the upper bound
+        bound_moves = single_period_moves(x0, [-math.inf, math.inf], low, high)
         step = period_step * (high - low)
         for k in range(1, period_moves + 1):
-            near_moves += moves([-k * step, k * step])
+            near_moves += single_period_moves(x0, [-k * step, k * step], low, high)
     levels = np.linspace(low, high, grid) if grid > 0 else np.zeros(0)
     grid_points = list(np.repeat(levels[:, None], n, axis=1))
     start_points: list[np.ndarray] = []
