@@ -34,7 +34,7 @@ Example:
     >>> _ = env.reset(seed=0)
     >>> infos = env.step({"A": 0, "B": 4})[4]
     >>> infos["A"]["level"], infos["A"]["prices"].round(2).tolist()
-    (0, [0.8, 0.93, 0.98, 1.23])
+    (0, [0.97, 1.2, 1.09, 1.12])
 """
 
 from __future__ import annotations

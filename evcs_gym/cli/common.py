@@ -216,10 +216,9 @@ def add_search_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
     Example:
         >>> p = argparse.ArgumentParser()
         >>> add_search_arguments(p, prefix="verify-")
-        >>> search_from_args(p.parse_args(["--verify-resolution", "0.005"]), "verify_")
-        SearchSpec(method='converged', budget=None, grid=7, period_moves=None, \
-period_step=0.08333333333333333, resolution=0.005, rounds=1, restarts=0, \
-restart_step=0.25, tolerance_z=1.0, min_gain=0.0001)
+        >>> spec = search_from_args(p.parse_args(["--verify-resolution", "0.005"]), "verify_")
+        >>> spec.method, spec.resolution, spec.budget
+        ('converged', 0.005, None)
     """
     budget = f"--{prefix}budget" if prefix else "--budget-per-station"
     p.add_argument(
