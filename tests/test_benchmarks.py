@@ -240,6 +240,7 @@ def test_siouxfalls_evaluations_answer_the_long_run_level(load_script):
 def test_repeated_market_plays_the_impulse_on_the_learned_policies(load_script, tmp_path, capsys):
     study = load_script("benchmarks/studies", "repeated_market")
     argv = ["--budget", "40", "--seeds", "0", "--horizon", "6", "--shock", "3", "--last", "2"]
+    argv += ["--smoke"]
     assert study.main([*argv, "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "maddpg__seed0.json").read_text())
     path, impulse = np.asarray(record["path"]), np.asarray(record["impulse"])

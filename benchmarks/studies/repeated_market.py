@@ -100,6 +100,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--resume", action="store_true")
     p.add_argument("--report-only", action="store_true")
     p.add_argument(
+        "--smoke",
+        action="store_true",
+        help="verify as the grid's CI smoke run does (a capped search on 2 seeds): for tests",
+    )
+    p.add_argument(
         "--peer-python",
         type=Path,
         default=REPO / ".nox" / "agilerl" / "bin" / "python",
@@ -291,7 +296,7 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
         "impulse": impulse.tolist(),
         "prices": {a: v.tolist() for a, v in prices.items()},
         "cycle_amplitude": amplitude,
-        **score(nd, references, prices, seed, args.workers),
+        **score(nd, references, prices, seed, args.workers, args.smoke),
     }
 
 
@@ -310,12 +315,14 @@ def score(
     prices: dict[str, Any],
     seed: int,
     workers: int,
+    smoke: bool = False,
 ) -> dict[str, Any]:
     """NashConv and Δ of ``prices`` as a one-step profile, verified as the grid verifies
     the cells of training seed ``seed`` (:func:`marl.runners.common.verify_options`: the
     search on the first seeds from ``seed``, every gain re-evaluated on the seeds
-    ``seed, seed + 1, ...``); Δ on the same seeds."""
-    verify = verify_options(nd.name, smoke=False)
+    ``seed, seed + 1, ...``); Δ on the same seeds. ``smoke``: the CI smoke run's capped
+    search instead."""
+    verify = verify_options(nd.name, smoke=smoke)
     seeds = list(range(seed, seed + verify["seeds"]))
     with evcs_gym.ParallelEvaluatorPool(nd, n_workers=workers) as pool:
         cert = exploitability(
@@ -530,7 +537,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if record["settings_hash"] != nd.settings_hash:
                 raise SystemExit(f"{path.name} was measured on other settings: run it again")
             record.update(
-                score(nd, references, record["prices"], int(record["seed"]), args.workers)
+                score(
+                    nd, references, record["prices"], int(record["seed"]), args.workers, args.smoke
+                )
             )
             path.write_text(json.dumps(record, indent=1) + "\n")
             print(f"rescored {path.name}", flush=True)
