@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+import evcs_gym
 from evcs_gym.tabular import PayoffTable
 
 __all__ = ["deep_learners", "summarize", "write"]
@@ -113,10 +114,21 @@ def _impulse(sessions: list[dict[str, Any]], deviator: int, table: PayoffTable) 
     }
 
 
+DEEP_FOLDERS = (
+    "repeated_tiny_market",
+    "repeated_tiny_market_12k",
+    "archive/2026-12-03-tiny-market-drivers/repeated_tiny_market",
+    "archive/2026-12-03-tiny-market-drivers/repeated_tiny_market_12k",
+)
+"""Where the repeated-game study's records may be: the current game's, then the 0.3.0
+game's archive."""
+
+
 def deep_learners() -> list[dict[str, Any]]:
-    """The repeated-game records of the deep learners on ``tiny_market`` (Benchmarks)."""
+    """The repeated-game records of the deep learners on ``tiny_market`` (Benchmarks),
+    each row with the settings hash of the game it was played on."""
     rows = []
-    for folder in ("repeated_tiny_market", "repeated_tiny_market_12k"):
+    for folder in DEEP_FOLDERS:
         by_algorithm: dict[str, list[dict[str, Any]]] = {}
         for path in sorted((REPO / "benchmarks" / "results" / folder).glob("*__seed*.json")):
             record = json.loads(path.read_text())
@@ -127,7 +139,7 @@ def deep_learners() -> list[dict[str, Any]]:
                 "learner": algorithm, "evaluations": records[0]["evaluations"],
                 "seeds": len(records), "delta": float(np.mean(deltas)), "deltas": deltas,
                 "nash_conv": float(np.mean([r["relative_nash_conv"] for r in records])),
-                "folder": folder,
+                "folder": folder, "settings_hash": records[0].get("settings_hash"),
             })  # fmt: skip
     return rows
 
@@ -325,11 +337,14 @@ def _part(part: str, r: dict[str, Any]) -> list[str]:
 
 
 def _deep() -> list[str]:
+    current = evcs_gym.load_scenario("tiny_market").settings_hash
     rows = ["## The deep learners on the repeated `tiny_market` (Benchmarks)", "",
-            _row("learner", "evaluations", "seeds", "Δ (mean; per seed)", "NashConv"),
-            "|---|---|---|---|---|"]  # fmt: skip
+            f"The game each row was played on, by settings hash (today's: {current}).", "",
+            _row("learner", "evaluations", "seeds", "Δ (mean; per seed)", "NashConv", "game"),
+            "|---|---|---|---|---|---|"]  # fmt: skip
     for d in deep_learners():
         per_seed = ", ".join(f"{x:.2f}" for x in d["deltas"])
+        game = d["settings_hash"] or "?"
         rows.append(
             _row(
                 d["learner"],
@@ -337,6 +352,7 @@ def _deep() -> list[str]:
                 d["seeds"],
                 f"{d['delta']:.2f} ({per_seed})",
                 f"{d['nash_conv']:.1%}",
+                game if game == current else f"{game} (an earlier game: `{d['folder']}`)",
             )
         )
     return rows
