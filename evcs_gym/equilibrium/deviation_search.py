@@ -229,13 +229,54 @@ def best_response(
     objective = check_search(budget, grid, period_moves, period_step, objective)
     nd = evaluator.network
     low, high = (float(v) for v in nd.price_bounds[nd.agent_names[agent]])
-    n = nd.n_periods
     start_evals = evaluator.evaluations
     search = _Search(evaluator, profile, agent, seed, (low, high), budget, objective)
     x0 = np.clip(np.asarray(profile[agent], dtype=float), low, high)
+    moves = _global_candidates(x0, low, high, grid, starts, period_moves, period_step)
+    bound_moves, near_moves, grid_points, start_points = moves
+    single = bound_moves + near_moves
+    ordered = (
+        [x0] + [x for _, x in bound_moves] + grid_points + start_points + [x for _, x in near_moves]
+    )
+    current = float(search.rewards(x0[None, :])[0])
+    search.rewards(np.array(ordered))
+    combined = _try_combined_move(search, x0, single, current)
+    de_start = search.used
+    generations, restarts = _differential_evolution(search, rng, low, high, nd.n_periods)
+    if stats is not None:
+        stats.update(
+            candidates=search.used,
+            grid=search.tried(grid_points),
+            starts=search.tried(start_points),
+            period_moves=search.tried([x for _, x in single]),
+            combined=combined,
+            de_population=max(5, nd.n_periods) if generations else 0,
+            de_generations=generations,
+            de_restarts=restarts,
+            de_candidates=search.used - de_start,
+        )
+    best_value, best_x = max(search.points, key=lambda t: t[0])
+    return best_x, best_value, current, evaluator.evaluations - start_evals
 
-    bound_moves: list[tuple[int, np.ndarray]] = []
-    near_moves: list[tuple[int, np.ndarray]] = []
+
+_Moves = list[tuple[int, np.ndarray]]
+
+
+def _global_candidates(
+    x0: np.ndarray,
+    low: float,
+    high: float,
+    grid: int,
+    starts: np.ndarray | None,
+    period_moves: int | None,
+    period_step: float,
+) -> tuple[_Moves, _Moves, list[np.ndarray], list[np.ndarray]]:
+    """The budget search's candidates before its differential evolution: each period
+    alone at each bound, each period moved by ``±k · period_step`` of the range, the
+    uniform levels and the given starts."""
+    n = len(x0)
+    bound_moves: _Moves = []
+    near_moves: _Moves = []
     if period_moves is not None:
         # clipped: each period alone at the lower and the upper bound
         bound_moves = single_period_moves(x0, [-math.inf, math.inf], low, high)
@@ -252,33 +293,35 @@ def best_response(
                 f"`starts` must have shape (k, {n}) (n_periods), got {start_array.shape}"
             )
         start_points = list(start_array.reshape(-1, n))
-    single = bound_moves + near_moves
+    return bound_moves, near_moves, grid_points, start_points
 
-    ordered = (
-        [x0] + [x for _, x in bound_moves] + grid_points + start_points + [x for _, x in near_moves]
-    )
-    current = float(search.rewards(x0[None, :])[0])
-    search.rewards(np.array(ordered))
 
-    combined = False
-    if single and search.left > 0:
-        best_move: dict[int, tuple[float, float]] = {}
-        for p, x in single:
-            v = search.values.get(search.key(x))
-            if v is not None and v > current and v > best_move.get(p, (-math.inf, 0.0))[0]:
-                best_move[p] = (v, float(x[p]))
-        if len(best_move) >= 2:  # with one period it is that single move
-            x = x0.copy()
-            for p, (_, value) in best_move.items():
-                x[p] = value
-            combined = bool(np.isfinite(search.rewards(x[None, :])[0]))
+def _try_combined_move(search: _Search, x0: np.ndarray, single: _Moves, current: float) -> bool:
+    """Try every period's best improving single-period move at once; whether it was tried."""
+    if not single or search.left <= 0:
+        return False
+    best_move: dict[int, tuple[float, float]] = {}
+    for p, x in single:
+        v = search.values.get(search.key(x))
+        if v is not None and v > current and v > best_move.get(p, (-math.inf, 0.0))[0]:
+            best_move[p] = (v, float(x[p]))
+    if len(best_move) < 2:  # with one period it is that single move
+        return False
+    x = x0.copy()
+    for p, (_, value) in best_move.items():
+        x[p] = value
+    return bool(np.isfinite(search.rewards(x[None, :])[0]))
 
-    # differential evolution from the best points so far; when it stops early (all its
-    # energies equal, common on plateaus of the discrete revenue) and budget is left,
-    # restart from the best point plus random points
+
+def _differential_evolution(
+    search: _Search, rng: np.random.Generator, low: float, high: float, n: int
+) -> tuple[int, int]:
+    """Differential evolution from the best points so far, for as many whole generations
+    as the budget allows; ``(generations, restarts)``. When it stops early (all its
+    energies equal, common on plateaus of the discrete revenue) and budget is left, it
+    restarts from the best point plus random points."""
     pop = max(5, n)
     generations = restarts = 0
-    de_start = search.used
     while high > low and search.left >= pop:
         ranked = sorted(search.points, key=lambda t: -t[0])  # stable: ties in order tried
         keep = pop if generations == 0 and restarts == 0 else 1
@@ -304,17 +347,4 @@ def best_response(
         if res.nit >= maxiter or search.used == used_before:
             break
         restarts += 1
-    if stats is not None:
-        stats.update(
-            candidates=search.used,
-            grid=search.tried(grid_points),
-            starts=search.tried(start_points),
-            period_moves=search.tried([x for _, x in single]),
-            combined=combined,
-            de_population=pop if generations else 0,
-            de_generations=generations,
-            de_restarts=restarts,
-            de_candidates=search.used - de_start,
-        )
-    best_value, best_x = max(search.points, key=lambda t: t[0])
-    return best_x, best_value, current, evaluator.evaluations - start_evals
+    return generations, restarts
