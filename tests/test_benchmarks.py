@@ -53,9 +53,9 @@ def test_bench_load_times_cold_and_cached_loads_in_new_processes(load_script, ca
 
 def test_bench_soak_loses_nothing_and_matches_serial_under_sigkill(load_script, capsys):
     figures = load_script("benchmarks", "bench_soak").main(
-        ["--evaluations", "160", "--kills", "3", "--kill-every", "1.0", "--no-baseline"]
+        ["--evaluations", "96", "--kills", "3", "--kill-every", "0.6", "--no-baseline"]
     )
-    assert figures["evaluations"] >= 160 and figures["kills"] >= 1
+    assert figures["evaluations"] >= 96 and figures["kills"] >= 1
     assert figures["lost"] == 0 and figures["mismatches"] == 0
     assert figures["checked"] == figures["evaluations"]
     assert "bit-identical to serial" in capsys.readouterr().out

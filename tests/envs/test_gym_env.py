@@ -164,6 +164,7 @@ def test_sb3_subproc_vec_env():
 
 
 @pytest.mark.siouxfalls
+@pytest.mark.slow  # the default run checks Sioux Falls capped (test_checkers_siouxfalls.py)
 def test_check_env_siouxfalls(siouxfalls):
     env = gym.make("EVCSPricing-v0", scenario=siouxfalls, agent="10")
     assert env.action_space.shape == (8,)

@@ -223,6 +223,7 @@ def test_scenario_argument_forms(tiny):
 
 
 @pytest.mark.siouxfalls
+@pytest.mark.slow  # the default run checks Sioux Falls capped (test_checkers_siouxfalls.py)
 def test_parallel_api_siouxfalls(siouxfalls):
     env = evcs_gym.parallel_env(scenario=siouxfalls)
     parallel_api_test(env, num_cycles=1)
