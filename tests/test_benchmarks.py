@@ -277,6 +277,21 @@ def test_calvano_study_smoke_and_resume(load_script, tmp_path, capsys):
     assert again["anchor"]["qlearning"]["sessions"] == results["anchor"]["qlearning"]["sessions"]
 
 
+def test_price_war_study_compares_the_critic_with_the_simulator(load_script, tmp_path, capsys):
+    study = load_script("benchmarks/studies", "price_war")
+    argv = ["--scenario", "tiny", "--budget", "12", "--stages", "6", "12", "--points", "3"]
+    assert study.main([*argv, "--workers", "1", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "maddpg__seed0.json").read_text())
+    assert [s["evaluations"] for s in record["stages"]] == [6, 12]
+    stage = record["stages"][-1]
+    for agent in ("A", "B"):
+        assert np.shape(stage["critic"][agent]) == np.shape(stage["simulator"][agent]) == (4, 3)
+    # the training path is every training evaluation's pure prices
+    assert len(record["path"]) == 12 and set(record["path"][0]) == {"A", "B"}
+    assert "critic's argmax at a bound" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "maddpg__seed0.png").stat().st_size > 0
+
+
 def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     study = load_script("benchmarks/studies", "search_plateau")
     argv = ["--scenario", "tiny", "--profiles", "mid", "--searches", "budget32", "converged"]
