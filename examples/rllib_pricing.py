@@ -70,7 +70,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.smoke or os.environ.get("EVCS_GYM_SMOKE") == "1":
         for key, value in SMOKE.items():
-            setattr(args, key, min(getattr(args, key), value))
+            current = getattr(args, key)  # None: the search's own cap
+            setattr(args, key, value if current is None else min(current, value))
     if args.verify_seeds < 2:
         parser.error("--verify-seeds must be >= 2 (standard errors need two seeds)")
     return args
