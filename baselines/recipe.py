@@ -41,6 +41,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -103,6 +104,7 @@ def learner_config(
     noise_std: float = 0.1,
     noise_decay: float = 0.999,
     actor_lr: float | None = None,
+    overrides: Mapping[str, Any] | None = None,
 ) -> ConfigT:
     """A learner's config for a run of ``budget`` evaluations, as ``evcs-gym train`` makes it.
 
@@ -119,16 +121,30 @@ def learner_config(
         noise_std: initial exploration std, as a share of each action dimension's range.
         noise_decay: multiplicative decay of the exploration std per learning step.
         actor_lr: the actors' learning rate (None: the class's default).
+        overrides: any other fields of ``config_cls`` to set, last (``evcs-gym train
+            --hyperparams``).
 
     Returns:
         An instance of ``config_cls``.
+
+    Raises:
+        ValueError: if ``overrides`` names a field ``config_cls`` does not have.
 
     Example:
         >>> from evcs_gym.baselines import IDDPGConfig
         >>> cfg = learner_config(IDDPGConfig, 400, seed=3, noise_std=0.03)
         >>> cfg.batch_size, cfg.random_warmup, cfg.noise_std, cfg.noise_min, cfg.seed
         (50, 100, 0.03, 0.03, 3)
+        >>> learner_config(IDDPGConfig, 400, overrides={"updates_per_learn": 8}).updates_per_learn
+        8
     """
+    fields = {f.name for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(overrides or {}) - fields)
+    if unknown:
+        raise ValueError(
+            f"overrides={dict(overrides or {})!r}: {config_cls.__name__} has no field(s) "
+            f"{unknown}; its fields: {sorted(fields)}"
+        )
     replay = budget_settings(budget)
     config = config_cls(
         seed=seed,
@@ -141,6 +157,8 @@ def learner_config(
     )
     if actor_lr is not None:
         config = dataclasses.replace(config, actor_lr=actor_lr)
+    if overrides:
+        config = dataclasses.replace(config, **overrides)
     return config
 
 

@@ -74,11 +74,12 @@ def add_command(
     return subparsers.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
 
 
-def parse_settings(pairs: Sequence[str] | None) -> dict[str, Any]:
+def parse_settings(pairs: Sequence[str] | None, flag: str = "--set") -> dict[str, Any]:
     """``["KEY=VALUE", ...]`` as settings overrides; each value is JSON, else a string.
 
     Args:
         pairs: the ``--set`` arguments (None: none given).
+        flag: the option they came from, for the error message.
 
     Raises:
         SystemExit: a pair is not ``KEY=VALUE``.
@@ -91,7 +92,7 @@ def parse_settings(pairs: Sequence[str] | None) -> dict[str, Any]:
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"evcs-gym: --set wants KEY=VALUE, got {pair!r}")
+            raise SystemExit(f"evcs-gym: {flag} wants KEY=VALUE, got {pair!r}")
         try:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:

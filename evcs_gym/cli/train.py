@@ -23,8 +23,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,9 +37,19 @@ from evcs_gym.cli.common import (
     evaluation_backend,
     game_info,
     load_scenario,
+    parse_settings,
 )
 
-__all__ = ["add_parser", "run"]
+if TYPE_CHECKING:
+    from evcs_gym.baselines.game_recipes import GameRecipe
+
+__all__ = ["DEFAULTS", "add_parser", "resolve_recipe", "run"]
+
+DEFAULTS: dict[str, Any] = {"algo": "maddpg", "budget": 400, "rounds": 10}
+"""``evcs-gym train``'s flags where neither the command line nor a recipe sets them."""
+
+FLAG_FIELDS = {"noise": "noise_std", "noise_decay": "noise_decay", "actor_lr": "actor_lr"}
+"""Learner-config fields that have a flag of their own: flag -> field."""
 
 
 def add_parser(
@@ -53,15 +64,26 @@ def add_parser(
         "train a baseline through the vector env, verify it, write a run folder",
     )
     add_scenario_argument(p)
-    p.add_argument("--algo", choices=list(ALGORITHM_NAMES), default="maddpg", help="learner")
-    p.add_argument("--budget", type=int, default=400, help="total training evaluations")
+    p.add_argument(
+        "--algo",
+        choices=list(ALGORITHM_NAMES),
+        default=None,
+        help="learner (None: the game's recipe's, else maddpg)",
+    )
+    p.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help=f"total training evaluations (None: the recipe's, else {DEFAULTS['budget']})",
+    )
     p.add_argument("--workers", type=int, default=2, help="evaluator processes")
     p.add_argument("--num-envs", type=int, default=2, help="game copies stepped per iteration")
     p.add_argument(
         "--rounds",
         type=int,
-        default=10,
-        help="rounds per repeated-game episode (0: the one-step stage game)",
+        default=None,
+        help="rounds per repeated-game episode (0: the one-step stage game; None: the "
+        f"recipe's, else {DEFAULTS['rounds']})",
     )
     p.add_argument(
         "--check-every",
@@ -69,15 +91,30 @@ def add_parser(
         default=10,
         help="training iterations between checkpoints of the pure strategy (critic NashConv)",
     )
-    p.add_argument("--noise", type=float, default=0.1, help="exploration std (action range)")
     p.add_argument(
-        "--noise-decay", type=float, default=0.999, help="exploration decay per learning step"
+        "--noise",
+        type=float,
+        default=None,
+        help="exploration std (action range; None: the recipe's, else 0.1)",
+    )
+    p.add_argument(
+        "--noise-decay",
+        type=float,
+        default=None,
+        help="exploration decay per learning step (None: the recipe's, else 0.999)",
     )
     p.add_argument(
         "--actor-lr",
         type=float,
         default=None,
-        help="the actors' learning rate (None: the learner's default, 1e-3)",
+        help="the actors' learning rate (None: the recipe's, else the learner's, 1e-3)",
+    )
+    p.add_argument(
+        "--recipe",
+        default="auto",
+        help="the tuned settings to start from: 'auto' (the game's shipped recipe, "
+        "evcs_gym/baselines/recipes/<game>.toml, if it has one), 'none' (the package's "
+        "defaults) or a recipe file's path; flags win over it",
     )
     add_search_arguments(p, prefix="verify-")  # --verify-budget 0 skips the verification
     p.add_argument(
@@ -103,6 +140,13 @@ def add_parser(
         "verification's search is then scored on them too). The verified gains are "
         "always the scenario's payoffs",
     )
+    p.add_argument(
+        "--hyperparams",
+        action="append",
+        metavar="KEY=VALUE",
+        help="set a field of the learner's config (repeatable; VALUE read as JSON), e.g. "
+        "updates_per_learn=8; applied last, over the game's recipe",
+    )
     p.add_argument("--seed", type=int, default=0, help="training and verification seed")
     p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -124,8 +168,10 @@ def run(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     nd = load_scenario(args)
     load_seconds = time.perf_counter() - t_start
-    out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     print(f"loaded {nd.summary()}")
+    recipe, fields = resolve_recipe(args, nd.name)
+    print(describe_recipe(recipe, args.algo, nd.settings_hash))
+    out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     train_nd = nd
     if args.train_payoffs == "fast":
         train_nd = nd.with_stop_settings(**FAST_STOP_SETTINGS)
@@ -144,9 +190,10 @@ def run(args: argparse.Namespace) -> int:
             algo_cls.config_cls,
             args.budget,
             seed=args.seed,
-            noise_std=args.noise,
-            noise_decay=args.noise_decay,
-            actor_lr=args.actor_lr,
+            noise_std=fields.pop("noise_std", 0.1),
+            noise_decay=fields.pop("noise_decay", 0.999),
+            actor_lr=fields.pop("actor_lr", None),
+            overrides=fields,
         )
         algo = make_learner(algo_cls, venv, config)
 
@@ -196,6 +243,9 @@ def run(args: argparse.Namespace) -> int:
         summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
         summary["final_revenue"] = final.mean_reward
         summary["scenario"] = nd.name
+        summary["recipe"] = None if recipe is None else {"source": recipe.source, **asdict(recipe)}
+        summary["train_flags"] = {"algo": args.algo, "budget": args.budget, "rounds": args.rounds}
+        summary["learner_config"] = asdict(config)
         summary["game"] = game_info(nd)
         summary["training_payoffs"] = {
             "kind": args.train_payoffs,
@@ -250,6 +300,48 @@ def run(args: argparse.Namespace) -> int:
         plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
         print(f"run folder: {out} (plots: {plots})")
     return 0
+
+
+def resolve_recipe(args: argparse.Namespace, game: str) -> tuple[GameRecipe | None, dict[str, Any]]:
+    """Fill ``args.algo``, ``args.budget`` and ``args.rounds`` where no flag set them, from
+    the recipe ``args.recipe`` names (``auto``: ``game``'s shipped one), else
+    :data:`DEFAULTS`; return the recipe and the learner-config fields to set: the
+    recipe's for that learner, then the flags' (``--noise`` ...), then ``--hyperparams``.
+
+    Example:
+        >>> args = argparse.Namespace(recipe="auto", algo=None, budget=None, rounds=3,
+        ...     noise=0.05, noise_decay=None, actor_lr=None, hyperparams=["tau=0.02"])
+        >>> recipe, fields = resolve_recipe(args, "tiny_market")
+        >>> args.algo, args.budget, args.rounds, fields["noise_std"], fields["tau"]
+        ('maddpg', 600, 3, 0.05, 0.02)
+        >>> resolve_recipe(argparse.Namespace(**{**vars(args), "recipe": "none"}), "x")[0]
+    """
+    from evcs_gym.baselines.game_recipes import game_recipe, load_recipe
+
+    recipe = (
+        None if args.recipe == "none"
+        else game_recipe(game) if args.recipe == "auto"
+        else load_recipe(args.recipe)
+    )  # fmt: skip
+    train = dict(recipe.train) if recipe is not None else {}
+    for key, default in DEFAULTS.items():
+        if getattr(args, key) is None:
+            setattr(args, key, train.get(key, default))
+    fields = recipe.learner(args.algo) if recipe is not None else {}
+    given = {f: getattr(args, flag) for flag, f in FLAG_FIELDS.items()}
+    fields.update({f: v for f, v in given.items() if v is not None})
+    fields.update(parse_settings(args.hyperparams, "--hyperparams"))
+    return recipe, fields
+
+
+def describe_recipe(recipe: GameRecipe | None, algo: str, settings_hash: str) -> str:
+    """The line ``evcs-gym train`` prints about the recipe it trains with."""
+    if recipe is None:
+        return f"recipe: none (the package's defaults), {algo}"
+    line = recipe.describe(algo)
+    if recipe.settings_hash != settings_hash:
+        line += f" -- set on settings {recipe.settings_hash}, this game's are {settings_hash}"
+    return line
 
 
 def time_split(

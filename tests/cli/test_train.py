@@ -15,14 +15,15 @@ from evcs_gym.baselines.recipe import (
 )
 from evcs_gym.baselines.registry import ALGORITHM_NAMES
 from evcs_gym.cli import main
+from evcs_gym.cli.train import DEFAULTS
 from evcs_gym.network.settings import FAST_STOP_SETTINGS
 from tests.cli.helpers import commands, options
 
 SUMMARY_KEYS = [
     "algorithm", "config", "seed", "evaluations", "iterations", "converged", "noise_resets",
     "train_seconds", "versions", "final_pure_prices", "critic_nash_conv", "final_revenue",
-    "scenario", "game", "training_payoffs", "verified_exploitability", "collusion_index",
-    "time_split", "files",
+    "scenario", "recipe", "train_flags", "learner_config", "game", "training_payoffs",
+    "verified_exploitability", "collusion_index", "time_split", "files",
 ]  # fmt: skip
 """summary.json's keys, in order: the trainer's ``TrainResult``, then the command's."""
 
@@ -123,7 +124,7 @@ def test_algo_choices_are_the_registrys_names():
 
     (algo,) = (a for a in options(commands()["train"]) if "--algo" in a.option_strings)
     assert list(algo.choices) == list(ALGORITHM_NAMES) == list(ALGORITHMS)
-    assert algo.default in ALGORITHMS
+    assert algo.default is None and DEFAULTS["algo"] in ALGORITHMS  # None: the recipe's
     for name, cls in ALGORITHMS.items():
         assert cls.name == name
 
@@ -141,3 +142,41 @@ def test_the_train_commands_defaults_are_the_recipes():
         resolution=args.verify_resolution,
     )
     assert plan == verification_plan(4)
+
+
+# ------------------------------------------------------------------ --recipe: tuned defaults
+@pytest.mark.timeout(300)
+def test_train_uses_a_recipe_file_and_flags_win_over_it(tmp_path, capsys):
+    """A recipe sets the learner, budget, rounds and config fields; it is printed and
+    recorded; a flag (``--budget``) and ``--hyperparams`` win over it."""
+    recipe = tmp_path / "mine.toml"
+    recipe.write_text(
+        '[recipe]\ngame = "tiny"\nsettings_hash = "000000000000"\nhow = "by hand"\n'
+        '[train]\nalgo = "iddpg"\nbudget = 99\nrounds = 0\n'
+        "[iddpg]\nupdates_per_learn = 3\ntau = 0.05\nnoise_std = 0.07\n"
+    )
+    out = tmp_path / "run"
+    argv = ["train", "--scenario", "tiny", "--recipe", str(recipe), "--budget", "4"]
+    argv += ["--hyperparams", "tau=0.2", "--workers", "1", "--verify-budget", "0"]
+    assert main([*argv, "--quiet", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert f"recipe {recipe} (game tiny, 000000000000): iddpg, budget=99, rounds=0" in text
+    assert "set on settings 000000000000, this game's are" in text
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["algorithm"] == "iddpg" and summary["evaluations"] == 4
+    assert summary["train_flags"] == {"algo": "iddpg", "budget": 4, "rounds": 0}
+    config = summary["learner_config"]
+    assert config["updates_per_learn"] == 3 and config["tau"] == 0.2
+    assert config["noise_std"] == 0.07 and config["noise_min"] <= 0.07
+    assert summary["recipe"]["how"] == "by hand"
+
+
+def test_train_without_a_recipe_keeps_the_package_defaults():
+    from evcs_gym.cli.train import resolve_recipe
+
+    args = commands()["evcs-gym"].parse_args(["train", "--recipe", "none"])
+    recipe, fields = resolve_recipe(args, "tiny_market")
+    assert recipe is None and fields == {}
+    assert (args.algo, args.budget, args.rounds) == ("maddpg", 400, 10)
+    args = commands()["evcs-gym"].parse_args(["train"])
+    assert resolve_recipe(args, "tiny")[0] is None  # 0.2.0's tiny ships none

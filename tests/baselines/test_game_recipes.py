@@ -1,0 +1,51 @@
+"""The tuned recipes shipped per game (``evcs_gym/baselines/recipes/*.toml``): each is set
+on the game as bundled today, and names only real learners, flags and config fields."""
+
+from __future__ import annotations
+
+import pytest
+
+import evcs_gym
+from evcs_gym.baselines.game_recipes import TRAIN_KEYS, game_recipe, load_recipe, recipe_names
+from evcs_gym.baselines.recipe import learner_config
+from evcs_gym.baselines.registry import ALGORITHM_NAMES, load_algorithm
+
+
+def test_the_market_games_ship_a_recipe():
+    assert {"tiny_market"} <= set(recipe_names())
+
+
+@pytest.mark.parametrize("game", recipe_names())
+def test_a_shipped_recipe_is_set_on_the_game_as_bundled(game):
+    recipe = game_recipe(game)
+    assert recipe is not None and recipe.game == game and recipe.source == f"{game}.toml"
+    assert recipe.settings_hash == evcs_gym.load_scenario(game).settings_hash
+    assert len(recipe.how) > 40  # says how it was set
+    assert set(recipe.train) <= set(TRAIN_KEYS) and recipe.train["algo"] in ALGORITHM_NAMES
+    for name, fields in recipe.learners.items():
+        cls = load_algorithm(name).config_cls
+        config = learner_config(cls, recipe.train.get("budget", 400), overrides=fields)
+        assert all(getattr(config, k) == v for k, v in fields.items())
+
+
+def test_a_recipe_file_with_an_unknown_table_or_key_is_refused(tmp_path):
+    path = tmp_path / "bad.toml"
+    head = '[recipe]\ngame = "g"\nsettings_hash = "h"\nhow = "x"\n'
+    path.write_text(head + "[ppo]\nlr = 1\n")
+    with pytest.raises(ValueError, match=r"unknown tables \['ppo'\]"):
+        load_recipe(path)
+    path.write_text(head + "[train]\nepochs = 3\n")
+    with pytest.raises(ValueError, match=r"unknown \[train\] keys \['epochs'\]"):
+        load_recipe(path)
+    path.write_text(head + '[train]\nalgo = "dqn"\n')
+    with pytest.raises(ValueError, match="algo='dqn'"):
+        load_recipe(path)
+    path.write_text('[recipe]\ngame = "g"\n')
+    with pytest.raises(ValueError, match=r"lacks \['settings_hash', 'how'\]"):
+        load_recipe(path)
+
+
+def test_a_learner_field_the_config_lacks_is_named():
+    cls = load_algorithm("maddpg").config_cls
+    with pytest.raises(ValueError, match=r"no field\(s\) \['updates'\]"):
+        learner_config(cls, 100, overrides={"updates": 3})
