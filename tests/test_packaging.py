@@ -32,3 +32,14 @@ def test_every_python_package_is_found_by_the_wheel_build():
 def test_top_level_rooms_are_linked_into_the_package(room):
     link = ROOT / "evcs_gym" / room
     assert link.is_symlink() and link.resolve() == (ROOT / room).resolve()
+
+
+def test_the_training_recipes_are_package_data():
+    """``evcs_gym/baselines/recipes/*.toml`` ship in wheels (``game_recipe`` reads them)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    globs = config["package-data"]["evcs_gym"]
+    recipes = sorted((ROOT / "evcs_gym" / "baselines" / "recipes").glob("*.toml"))
+    assert recipes
+    for path in recipes:
+        relative = path.relative_to(ROOT / "evcs_gym")
+        assert any(relative.match(g) for g in globs), f"{relative} matches none of {globs}"

@@ -1,10 +1,10 @@
 """evcs-gym's MADDPG / IDDPG / MFDDPG, trained by :class:`~evcs_gym.baselines.GameTrainer`.
 
-EVCS tasks run ``evcs-gym train`` (the CLI's settings, verification and run folder);
-the other tasks train through :class:`~evcs_gym.baselines.SerialVecEnv` with the
-settings of :data:`EPISODIC`, which differ from the stage-game defaults only where an
-episodic task needs it (discounting, a larger replay warm-up and batch, constant
-exploration).
+EVCS tasks run ``evcs-gym train`` (the CLI's settings and the game's recipe, its
+verification and run folder); the other tasks train through
+:class:`~evcs_gym.baselines.SerialVecEnv` with the settings of :data:`EPISODIC`, which
+differ from the stage-game defaults only where an episodic task needs it (discounting,
+a larger replay warm-up and batch, constant exploration).
 """
 
 from __future__ import annotations
@@ -59,7 +59,11 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
     return Trained(
         env_steps=summary["evaluations"],
         score=evcs_score(summary["verified_exploitability"], task.config["scenario"]),
-        settings={"command": "evcs-gym " + " ".join(argv[:-3])},
+        settings={
+            "command": "evcs-gym " + " ".join(argv[:-3]),
+            "recipe": (summary.get("recipe") or {}).get("source"),  # the game's, or None
+            "learner_config": summary.get("learner_config"),
+        },
     )
 
 
