@@ -114,7 +114,8 @@ def load_recipe(path: str | Path) -> GameRecipe:
 def recipe_names() -> list[str]:
     """The games that ship a recipe, sorted."""
     folder = resources.files("evcs_gym.baselines").joinpath("recipes")
-    return sorted(p.name.removesuffix(".toml") for p in folder.iterdir() if p.name.endswith(".toml"))
+    names = (p.name for p in folder.iterdir())
+    return sorted(n.removesuffix(".toml") for n in names if n.endswith(".toml"))
 
 
 def game_recipe(game: str) -> GameRecipe | None:
