@@ -48,8 +48,9 @@ def test_the_readme_cites_only_files_of_the_repository():
 
 @pytest.mark.timeout(300)
 def test_the_readmes_main_job_runs_as_written(tmp_path, capsys):
-    """The quick start's ``evcs-gym train ...`` with its own options, cut to 8 evaluations
-    and no verification: the command, its scenario and its options stay valid."""
+    """The quick start's ``evcs-gym train ...`` with its own options (and its game's
+    recipe), cut to 8 evaluations and no verification: the command, its scenario and its
+    options stay valid."""
     import shlex
 
     from evcs_gym.cli import main
@@ -57,8 +58,11 @@ def test_the_readmes_main_job_runs_as_written(tmp_path, capsys):
     readme = (ROOT / "README.md").read_text()
     (line,) = [ln for ln in readme.splitlines() if "&& evcs-gym train " in ln]
     argv = shlex.split(line.split("&& evcs-gym ", 1)[1])
-    assert argv[0] == "train" and "--scenario" in argv and "--budget" in argv
-    argv[argv.index("--budget") + 1] = "8"
+    assert argv[0] == "train" and "--scenario" in argv
+    if "--budget" in argv:
+        argv[argv.index("--budget") + 1] = "8"
+    else:  # the game's recipe sets the budget; the flag overrides it
+        argv += ["--budget", "8"]
     argv += ["--verify-budget", "0", "--workers", "1", "--quiet", "--out", str(tmp_path / "run")]
     assert main(argv) == 0
     assert "final pure prices and revenue" in capsys.readouterr().out
