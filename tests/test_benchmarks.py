@@ -308,3 +308,21 @@ def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     assert json.loads((tmp_path / "records/mid/converged.json").read_text())["date"] == before
     run = json.loads((tmp_path / "run.json").read_text())
     assert len(run["commands"]) == 2 and "--resume" in run["command"]
+
+
+def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp_path):
+    study = load_script("benchmarks/studies", "tune_recipe")
+    argv = ["--scenario", "tiny_market", "--budget", "8", "--seeds", "100", "--verify-seeds", "2"]
+    argv += ["--verify-budget", "2", "--workers", "1", "--out", str(tmp_path)]
+    assert study.main([*argv, "--trials", "1"]) == 0
+    (first,) = json.loads((tmp_path / "trials.json").read_text())["trials"]
+    # trial 0 is the game's shipped recipe, trained with it on seed 100
+    assert first["params"]["updates_per_learn"] == 32
+    assert [r["seed"] for r in first["runs"]] == [100] and first["runs"][0]["raw_simulations"] > 0
+    assert first["value"] == first["runs"][0]["nash_conv_pct"] >= 0
+    assert "updates_per_learn=32" in (tmp_path / "logs/trial0_seed100.log").read_text()
+    assert study.main([*argv, "--trials", "2", "--resume"]) == 0
+    trials = json.loads((tmp_path / "trials.json").read_text())["trials"]
+    assert trials[0] == first and len(trials) == 2  # kept, then one new trial
+    assert set(trials[1]["params"]) == set(study.SPACE)
+    assert "Trial 0 is the shipped recipe" in (tmp_path / "tuning.md").read_text()
