@@ -14,8 +14,9 @@ TPE draws from its own seeded state, not the interrupted one's).
 
 The search space (:data:`SPACE`) covers what the price-war study found to matter
 (gradient steps per evaluation, the warm-up) and the usual DDPG settings: the two
-learning rates, the exploration noise and its decay, the batch and the target-network
-rate.
+learning rates, the exploration noise and its decay, the batch, the target-network rate
+and the replay buffer's size (an independent critic sees its rivals only through its
+rows, so old rows describe rivals that have moved on: IDDPG's default keeps 256).
 
 Output in ``--out``: ``trials.json`` (each trial's settings, per-seed NashConv, Δ and raw
 simulations), ``logs/`` (each training run's output), ``tuning.md`` (the trials ranked,
@@ -56,6 +57,7 @@ SPACE: dict[str, optuna.distributions.BaseDistribution] = {
     "random_warmup": optuna.distributions.CategoricalDistribution([32, 64, 128, 256]),
     "batch_size": optuna.distributions.CategoricalDistribution([32, 64, 128]),
     "tau": optuna.distributions.CategoricalDistribution([0.005, 0.01, 0.05]),
+    "buffer_size": optuna.distributions.CategoricalDistribution([128, 256, 512, 100_000]),
 }
 """The learner config fields tuned, and their ranges."""
 
