@@ -88,8 +88,15 @@ def baseline_params(scenario: str, algo: str) -> dict[str, Any] | None:
     recipe = game_recipe(scenario)
     if recipe is None:
         return None
-    budget = int(recipe.train.get("budget", 600))
-    config = learner_config(ALGORITHMS[algo].config_cls, budget, overrides=recipe.learner(algo))
+    fields = recipe.learner(algo)  # resolved as evcs-gym train does
+    config = learner_config(
+        ALGORITHMS[algo].config_cls,
+        int(recipe.train.get("budget", 600)),
+        noise_std=fields.pop("noise_std", 0.1),
+        noise_decay=fields.pop("noise_decay", 0.999),
+        actor_lr=fields.pop("actor_lr", None),
+        overrides=fields,
+    )
     return {name: getattr(config, name) for name in SPACE}
 
 
@@ -170,7 +177,7 @@ def report(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) -> st
     ]
     for r in sorted(records, key=lambda r: r["value"]):
         seeds = ", ".join(f"{x['nash_conv_pct']:.2f}" for x in r["runs"])
-        deltas = ", ".join(_fmt(x["delta"]) for x in r["runs"])
+        deltas = ", ".join("-" if x["delta"] is None else f"{x['delta']:.2f}" for x in r["runs"])
         cells = " | ".join(_fmt(r["params"][n]) for n in names)
         lines.append(f"| {r['number']} | {r['value']:.2f} | {seeds} | {deltas} | {cells} |")
     if records:
