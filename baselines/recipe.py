@@ -122,7 +122,8 @@ def learner_config(
         noise_decay: multiplicative decay of the exploration std per learning step.
         actor_lr: the actors' learning rate (None: the class's default).
         overrides: any other fields of ``config_cls`` to set, last (``evcs-gym train
-            --hyperparams``).
+            --hyperparams``); a ``noise_std`` there moves the floor with it, as the
+            argument does.
 
     Returns:
         An instance of ``config_cls``.
@@ -158,6 +159,9 @@ def learner_config(
     if actor_lr is not None:
         config = dataclasses.replace(config, actor_lr=actor_lr)
     if overrides:
+        overrides = dict(overrides)
+        if "noise_std" in overrides and "noise_min" not in overrides:
+            overrides["noise_min"] = min(config_cls.noise_min, overrides["noise_std"])
         config = dataclasses.replace(config, **overrides)
     return config
 
