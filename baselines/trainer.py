@@ -183,6 +183,12 @@ class GameTrainer:
         self._stalled = 0
         self.noise_resets = 0
 
+    @property
+    def observation(self) -> dict[str, np.ndarray] | None:
+        """The vector env's current observation per agent (``None`` before the first
+        rollout): what the learner's next action, and its critic, are conditioned on."""
+        return self._obs
+
     # ------------------------------------------------------------------ rollout
     def rollout(self, n_steps: int, *, learn: bool, kind: str = "train") -> RolloutStats:
         """Step the vector env ``n_steps`` times.

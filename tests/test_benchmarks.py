@@ -326,3 +326,40 @@ def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp
     assert trials[0] == first and len(trials) == 2  # kept, then one new trial
     assert set(trials[1]["params"]) == set(study.SPACE)
     assert "Trial 0 is the shipped recipe" in (tmp_path / "tuning.md").read_text()
+
+
+def test_nash_ridge_reads_best_responses_slope_and_slack_off_its_curves(load_script):
+    study = load_script("benchmarks/studies", "nash_ridge")
+    offsets = [-0.1, -0.05, 0.0, 0.05, 0.1]
+    x = 1.0 + np.asarray(offsets)
+
+    def curve(shift: float) -> dict:
+        # a parabola peaking at 1 + shift / 2 (best-response slope 1/2)
+        own = 100 - 1000 * (x - 1.0 - shift / 2) ** 2
+        return {"agent": "A", "rival": "B", "period": 0, "rival_shift": shift,
+                "own_prices": x.tolist(), "own_revenue": own.tolist(),
+                "rival_revenue": [100.0] * len(x)}  # fmt: skip
+
+    record = {"offsets": offsets, "curves": [curve(-0.1), curve(0.0), curve(0.1)]}
+    (row,) = study.analyse(record)
+    np.testing.assert_allclose(row["best_responses"], [0.95, 1.0, 1.05], atol=1e-9)
+    assert row["slope"] == pytest.approx(0.5)
+    # on the diagonal at -0.1 the station prices at 0.9, 0.05 from its best response
+    assert row["slack"][0] == pytest.approx(100 / (100 - 1000 * 0.05**2) - 1)
+    assert row["slack"][1] == 0.0
+    assert row["total_change"][1] == 0.0 and row["total_change"][0] < 0
+    assert study.vertex(x, -((x - 1.03) ** 2)) == pytest.approx(1.03)
+    assert study.vertex(x, x) == x[-1]  # a maximum at the end is not refined
+
+
+@pytest.mark.slow  # ~3 minutes: two converged searches on tiny_market
+def test_nash_ridge_study_on_tiny_market(load_script, tmp_path, capsys):
+    study = load_script("benchmarks/studies", "nash_ridge")
+    argv = ["--half-width", "0.05", "--step", "0.05", "--rival-shifts", "-0.05", "0",
+            "--seeds", "0", "--diagonal-shifts", "-0.1", "0", "--verify-seeds", "2"]  # fmt: skip
+    assert study.main([*argv, "--workers", "2", "--out", str(tmp_path)]) == 0
+    record = json.loads((tmp_path / "nash_ridge.json").read_text())
+    assert len(record["curves"]) == 2 * 4 * 2  # stations x periods x rival shifts
+    below, at_n = sorted(record["diagonal"], key=lambda d: d["shift"])
+    assert below["delta"] < at_n["delta"] == pytest.approx(0.0)
+    assert "Profiles on the diagonal" in (tmp_path / "nash_ridge.md").read_text()

@@ -169,7 +169,7 @@ def measure_stage(
     eval_seed: int,
 ) -> dict[str, Any]:
     """The learner's pure prices now, and the critic and the simulator along every line."""
-    obs = trainer._obs
+    obs = trainer.observation
     assert obs is not None
     one = {a: o[:1] for a, o in obs.items()}
     pure = {a: np.asarray(v[0], float) for a, v in algo.get_pure_actions(one).items()}
