@@ -47,6 +47,9 @@ from typing import Any
 import numpy as np
 
 import evcs_gym
+from evcs_gym.equilibrium.collusion import collusion_index
+from evcs_gym.equilibrium.evaluation import BatchEvaluator
+from evcs_gym.equilibrium.exploitability import exploitability
 from evcs_gym.scenarios import load_references
 
 Profile = dict[str, np.ndarray]
@@ -124,18 +127,20 @@ def measure(args: argparse.Namespace, kept: dict[str, Any] | None) -> dict[str, 
         "nash": {a: v.tolist() for a, v in nash.items()},
         "offsets": (args.step * np.arange(-n_steps, n_steps + 1)).tolist(),
     }
-    same = kept is not None and all(kept.get(k) == v for k, v in record.items())
+    if kept is not None and any(kept.get(k) != v for k, v in record.items()):
+        kept = None  # another game, sweep or seeds: nothing to keep
     done = {
         d["shift"]: d
-        for d in (kept.get("diagonal", []) if same and kept else [])
+        for d in (kept or {}).get("diagonal", [])
         if d["periods"] == args.diagonal_periods and d["verify_seeds"] == args.verify_seeds
     }
     with evcs_gym.ParallelEvaluatorPool(nd, n_workers=args.workers) as pool:
-        record["curves"] = kept["curves"] if same and kept else sweep(pool, record, args.seeds)
+        record["curves"] = kept["curves"] if kept else sweep(pool, record, args.seeds)
+        evaluator = BatchEvaluator(pool)  # N's and M's evaluations made once for every Δ
         record["diagonal"] = [
             done.get(shift)
             or verify_shifted(
-                pool, nash, references, args.diagonal_periods, shift, args.verify_seeds
+                evaluator, nash, references, args.diagonal_periods, shift, args.verify_seeds
             )  # fmt: skip
             for shift in args.diagonal_shifts
         ]
@@ -172,18 +177,21 @@ def sweep(pool: Any, record: dict[str, Any], seeds: list[int]) -> list[dict[str,
 
 
 def verify_shifted(
-    pool: Any, nash: Profile, references: Any, periods: list[int], shift: float, seeds: int
+    evaluator: BatchEvaluator,
+    nash: Profile,
+    references: Any,
+    periods: list[int],
+    shift: float,
+    seeds: int,
 ) -> dict[str, Any]:
     """N with both stations' prices in ``periods`` (1-based) moved by ``shift``: its
-    certificate (the converged search) and its Δ, on seeds ``0 .. seeds - 1``."""
-    from evcs_gym.equilibrium.collusion import collusion_index
-    from evcs_gym.equilibrium.exploitability import exploitability
-
+    certificate (the converged search) and its Δ, on seeds ``0 .. seeds - 1`` (the
+    profile's evaluations, cached by ``evaluator``, serve both)."""
     prices = {a: np.array(v, float) for a, v in nash.items()}
     for a in prices:
         prices[a][[p - 1 for p in periods]] += shift
-    res = exploitability(pool, prices, seeds=seeds)
-    index = collusion_index(pool, prices, references, seeds=list(res.seeds))
+    res = exploitability(evaluator, prices, seeds=seeds)
+    index = collusion_index(evaluator, prices, references, seeds=list(res.seeds))
     return {
         "periods": periods, "shift": shift, "verify_seeds": seeds,
         "prices": {a: v.tolist() for a, v in prices.items()},
