@@ -308,6 +308,12 @@ def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     assert json.loads((tmp_path / "records/mid/converged.json").read_text())["date"] == before
     run = json.loads((tmp_path / "run.json").read_text())
     assert len(run["commands"]) == 2 and "--resume" in run["command"]
+    stale = json.loads((tmp_path / "records/mid/budget32.json").read_text())
+    stale["certificate"]["prices"]["A"][0] += 0.1  # another profile's record: measured again
+    (tmp_path / "records/mid/budget32.json").write_text(json.dumps(stale))
+    assert study.main([*argv, "--resume", "--searches", "budget32"]) == 0
+    again = json.loads((tmp_path / "records/mid/budget32.json").read_text())
+    assert again["certificate"]["prices"] == records["budget32"]["certificate"]["prices"]
 
 
 def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp_path):

@@ -10,16 +10,18 @@ it at several efforts, on the same profiles and seeds:
   the range until a whole pass finds no gain above the noise;
 * ``converged-x2``: twice its effort -- a second pattern search from its answer, down to
   1/192 of the range;
+* ``converged-x4``: four times its effort -- three pattern searches, the last down to
+  1/384 of the range (does the ×2 figure hold against its own doubling?);
 * ``restarts``: an independent check of its reach -- four more pattern searches from
   uniform-random prices;
 * ``de``: another method -- SciPy's differential evolution (the budget search with no
   candidates of its own) started from the converged search's deviations, 150 candidates
   a station.
 
-Each (profile, search) is one record in ``OUT/records/`` (``--resume`` keeps those there):
-the NashConv and its standard error over ``--seeds`` seeds, every station's gain, whether
-the search converged, its evaluations, its raw simulations (UE iterations) and its
-seconds (with the host's seconds per raw simulation). ``report.md`` gives the table and,
+Each (profile, search) is one record in ``OUT/records/`` (``--resume`` keeps those of the
+same prices): the NashConv and its standard error over ``--seeds`` seeds, every station's
+gain, whether the search converged, its evaluations, its raw simulations (UE iterations)
+and its seconds (with the host's seconds per raw simulation). ``report.md`` gives the table and,
 per profile, whether the default sits on the plateau: doubling its effort (and the
 independent methods) change the figure by at most 0.5 point or 10 % of it.
 
@@ -56,7 +58,7 @@ from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import exploitability
 from evcs_gym.scenarios import load_references
 
-SEARCHES = ("budget32", "budget96", "converged", "converged-x2", "restarts", "de")
+SEARCHES = ("budget32", "budget96", "converged", "converged-x2", "converged-x4", "restarts", "de")
 """The efforts compared, in the table's order."""
 DE_BUDGET = 150
 """Candidates per station of the ``de`` search (differential evolution from the converged
@@ -74,7 +76,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seeds", type=int, default=4, help="seeds of the verified gains")
     p.add_argument("--search-seeds", type=int, default=1, help="seeds a candidate is scored on")
     p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--resume", action="store_true", help="keep the records already in OUT")
+    p.add_argument(
+        "--resume", action="store_true", help="keep the records in OUT of the same prices"
+    )
     p.add_argument("--out", default="search_plateau_out")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="a scenario setting")
     return p.parse_args(argv)
@@ -131,13 +135,25 @@ def measure(
     }
 
 
+def is_record_of(path: Path, prices: dict[str, Any]) -> bool:
+    """Whether ``path`` holds a record of these prices (a cell retrained since, or a
+    profile file edited, makes the record stale: ``--resume`` measures it again)."""
+    if not path.exists():
+        return False
+    kept = json.loads(path.read_text())["certificate"]["prices"]
+    return kept.keys() == prices.keys() and all(
+        np.array_equal(np.asarray(kept[a], dtype=float), np.asarray(prices[a], dtype=float))
+        for a in prices
+    )
+
+
 def plateau(records: dict[str, dict[str, Any]]) -> str:
     """Whether the default's figure holds against more effort, in words."""
     if "converged" not in records:
         return "no converged record"
     base = records["converged"]["relative_nash_conv"]
     parts = []
-    for name in ("converged-x2", "restarts", "de"):
+    for name in ("converged-x2", "converged-x4", "restarts", "de"):
         if name in records:
             other = records[name]["relative_nash_conv"]
             holds = abs(other - base) <= max(PLATEAU_POINTS, PLATEAU_SHARE * base)
@@ -210,7 +226,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows[name] = {}
             for search in searches:
                 path = folder / f"{search}.json"
-                if not (args.resume and path.exists()):
+                if not (args.resume and is_record_of(path, prices)):
                     record = measure(pool, prices, search, args.seeds, args.search_seeds, folder)
                     record.update(
                         profile=spec,

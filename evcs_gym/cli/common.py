@@ -204,7 +204,15 @@ def add_seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search-seeds", type=int, default=1, help="seeds the searches average over")
 
 
-SEARCH_NAMES = ("converged", "converged-x2", "restarts", "budget", "budget32", "budget96")
+SEARCH_NAMES = (
+    "converged",
+    "converged-x2",
+    "converged-x4",
+    "restarts",
+    "budget",
+    "budget32",
+    "budget96",
+)
 """The presets of :data:`evcs_gym.equilibrium.search_spec.SEARCHES` (named here so that
 building the parser imports no simulator code; a test checks that they agree)."""
 
@@ -228,7 +236,8 @@ def add_search_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
         default="converged",
         help="the deviation search: 'converged' (global candidates, then a pattern search "
         "down to --resolution until a whole pass finds no gain above the noise: the "
-        "certificate), 'converged-x2' (twice its effort), 'restarts' (4 random restarts "
+        "certificate), 'converged-x2' and 'converged-x4' (twice and four times its "
+        "effort), 'restarts' (4 random restarts "
         "more), or evcs-gym 0.3.0's fixed budgets 'budget' (64), 'budget32', 'budget96'",
     )
     p.add_argument(

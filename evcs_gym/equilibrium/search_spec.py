@@ -15,8 +15,9 @@ Two methods find a station's best unilateral deviation in the simulator:
 
 :data:`SEARCHES` names the presets the plateau study compares
 (``benchmarks/studies/search_plateau.py``): the default, twice its effort (a second
-pattern search from its answer, down to half the resolution), random restarts as an
-independent check, and today's 32- and 96-candidate budgets.
+pattern search from its answer, down to half the resolution), four times its effort
+(three rounds, down to a quarter), random restarts as an independent check, and
+today's 32- and 96-candidate budgets.
 
 Example:
     >>> spec = resolve_search("converged")
@@ -195,13 +196,14 @@ def _check(spec: SearchSpec) -> None:
 SEARCHES: dict[str, SearchSpec] = {
     "converged": SearchSpec(),
     "converged-x2": SearchSpec(resolution=1 / 192, rounds=2, random_directions=2),
+    "converged-x4": SearchSpec(resolution=1 / 384, rounds=3, random_directions=4),
     "restarts": SearchSpec(restarts=4),
     "budget": SearchSpec(method="budget", period_moves=2),
     "budget32": SearchSpec(method="budget", budget=32, period_moves=2),
     "budget96": SearchSpec(method="budget", budget=96, period_moves=2),
 }
-"""Named searches: the default, twice its effort, random restarts, and the fixed budgets
-of evcs-gym 0.3.0 (64 candidates, and the 32 and 96 its tables and checks used)."""
+"""Named searches: the default, twice and four times its effort, random restarts, and the
+fixed budgets of evcs-gym 0.3.0 (64 candidates, and the 32 and 96 its tables and checks used)."""
 
 
 def resolve_search(search: SearchSpec | str = "converged", **overrides: Any) -> SearchSpec:
