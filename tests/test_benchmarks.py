@@ -316,6 +316,19 @@ def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     assert again["certificate"]["prices"] == records["budget32"]["certificate"]["prices"]
 
 
+def test_search_plateau_judges_a_search_against_the_stronger_ones(load_script):
+    study = load_script("benchmarks/studies", "search_plateau")
+    figures = {"converged": 0.0165, "converged-x2": 0.0255, "converged-x4": 0.0253, "de": 0.0208}
+    records = {k: {"relative_nash_conv": v} for k, v in figures.items()}
+    assert study.plateau(records) == (
+        "converged-x2 +0.90% (MOVES), converged-x4 +0.88% (MOVES), de +0.43% (holds)"
+    )
+    assert (
+        study.plateau(records, "converged-x2") == "converged-x4 -0.02% (holds), de -0.47% (holds)"
+    )
+    assert study.plateau({"converged": records["converged"]}) == "nothing to compare"
+
+
 def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp_path):
     study = load_script("benchmarks/studies", "tune_recipe")
     argv = ["--scenario", "tiny_market", "--budget", "8", "--seeds", "100", "--verify-seeds", "2"]
