@@ -21,9 +21,9 @@ it at several efforts, on the same profiles and seeds:
 Each (profile, search) is one record in ``OUT/records/`` (``--resume`` keeps those of the
 same prices): the NashConv and its standard error over ``--seeds`` seeds, every station's
 gain, whether the search converged, its evaluations, its raw simulations (UE iterations)
-and its seconds (with the host's seconds per raw simulation). ``report.md`` gives the table and,
-per profile, whether the default sits on the plateau: doubling its effort (and the
-independent methods) change the figure by at most 0.5 point or 10 % of it.
+and its seconds (with the host's seconds per raw simulation). ``report.md`` gives the
+table and, per profile, whether the default (and twice its effort) sits on the plateau:
+more effort and the independent methods change the figure by at most 0.5 point or 10 %.
 
 Profiles: ``nash`` and ``collusive`` (the game's shipped references, ``N`` and ``M``),
 ``mid`` (every station at mid-bounds), and any grid cell's learned prices
@@ -63,6 +63,8 @@ SEARCHES = ("budget32", "budget96", "converged", "converged-x2", "converged-x4",
 DE_BUDGET = 150
 """Candidates per station of the ``de`` search (differential evolution from the converged
 search's deviations)."""
+NOTHING = "nothing to compare"
+"""The verdict of a search no stronger one was run against."""
 PLATEAU_POINTS, PLATEAU_SHARE = 0.005, 0.10
 """A figure sits on the plateau when more effort changes it by at most 0.5 point of
 NashConv or 10 % of it."""
@@ -158,7 +160,7 @@ def plateau(records: dict[str, dict[str, Any]], base: str = "converged") -> str:
         other = records[name]["relative_nash_conv"]
         holds = abs(other - figure) <= max(PLATEAU_POINTS, PLATEAU_SHARE * figure)
         parts.append(f"{name} {other - figure:+.2%} ({'holds' if holds else 'MOVES'})")
-    return ", ".join(parts) or "nothing to compare"
+    return ", ".join(parts) or NOTHING
 
 
 def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: list[str]) -> str:
@@ -190,8 +192,7 @@ def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: 
                 f"{r['raw_simulations']} raw, {r['seconds'] / 60:.1f} min"
             )
         verdicts = [plateau(records)]
-        x2 = plateau(records, "converged-x2")
-        if "converged-x2" in records and x2 != "nothing to compare":
+        if "converged-x2" in records and (x2 := plateau(records, "converged-x2")) != NOTHING:
             verdicts.append(f"x2: {x2}")
         lines.append(f"| {profile} | " + " | ".join(cells) + f" | {'<br>'.join(verdicts)} |")
     per_raw = [r["seconds_per_raw_simulation"] for rs in rows.values() for r in rs.values()]
