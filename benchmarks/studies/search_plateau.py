@@ -6,17 +6,19 @@ it at several efforts, on the same profiles and seeds:
 
 * ``budget32``, ``budget96``: evcs-gym 0.3.0's fixed-budget search at the 32 and 96
   candidates a station its tables and checks used;
-* ``converged``: the default -- global candidates, then a pattern search down to 1/96 of
-  the range until a whole pass finds no gain above the noise;
-* ``converged-x2``: twice its effort -- a second pattern search from its answer, down to
-  1/192 of the range;
-* ``converged-x4``: four times its effort -- three pattern searches, the last down to
-  1/384 of the range (does the ×2 figure hold against its own doubling?);
-* ``restarts``: an independent check of its reach -- four more pattern searches from
-  uniform-random prices;
+* ``converged-0.4``: evcs-gym 0.4.0's default -- global candidates, then one pattern
+  search down to 1/96 of the range until a whole pass finds no gain above the noise;
+* ``converged``: the default since -- two rounds of pattern search, the second from the
+  first's answer down to 1/192 of the range, each pass polling two random directions too;
+* ``converged-x2``: twice its effort -- three rounds, the last down to 1/384, four random
+  directions a poll (does the default's figure hold against its own doubling?);
+* ``converged-x4``: four times its effort -- four rounds down to 1/768, eight random
+  directions (does ×2's figure hold against its doubling?);
+* ``restarts``: an independent check of the reach -- four more pattern searches from
+  uniform-random prices, on 0.4.0's default;
 * ``de``: another method -- SciPy's differential evolution (the budget search with no
-  candidates of its own) started from the converged search's deviations, 150 candidates
-  a station.
+  candidates of its own) started from 0.4.0's default's deviations, 150 candidates a
+  station.
 
 Each (profile, search) is one record in ``OUT/records/`` (``--resume`` keeps those of the
 same prices): the NashConv and its standard error over ``--seeds`` seeds, every station's
@@ -58,10 +60,19 @@ from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import exploitability
 from evcs_gym.scenarios import load_references
 
-SEARCHES = ("budget32", "budget96", "converged", "converged-x2", "converged-x4", "restarts", "de")
+SEARCHES = (
+    "budget32",
+    "budget96",
+    "converged-0.4",
+    "converged",
+    "converged-x2",
+    "converged-x4",
+    "restarts",
+    "de",
+)
 """The efforts compared, in the table's order."""
 DE_BUDGET = 150
-"""Candidates per station of the ``de`` search (differential evolution from the converged
+"""Candidates per station of the ``de`` search (differential evolution from 0.4.0's default
 search's deviations)."""
 NOTHING = "nothing to compare"
 """The verdict of a search no stronger one was run against."""
@@ -111,9 +122,9 @@ def measure(
     """One record: the certificate of ``prices`` with ``search``."""
     evaluator = BatchEvaluator(pool)
     kwargs: dict[str, Any] = {"search": search}
-    if search == "de":  # DE alone, from the converged search's deviations
-        converged = json.loads((out / "converged.json").read_text())
-        devs = converged["certificate"]["deviations"]
+    if search == "de":  # DE alone, from 0.4.0's default's deviations
+        start = json.loads((out / "converged-0.4.json").read_text())
+        devs = start["certificate"]["deviations"]
         starts = {a: [d["best_prices"]] for a, d in devs.items()}
         kwargs = {"search": "budget", "budget": DE_BUDGET, "grid": 0, "period_moves": None}
         kwargs["starts"] = starts

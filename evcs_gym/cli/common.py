@@ -208,6 +208,7 @@ SEARCH_NAMES = (
     "converged",
     "converged-x2",
     "converged-x4",
+    "converged-0.4",
     "restarts",
     "budget",
     "budget32",
@@ -234,18 +235,19 @@ def add_search_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
         f"--{prefix}search",
         choices=SEARCH_NAMES,
         default="converged",
-        help="the deviation search: 'converged' (global candidates, then a pattern search "
-        "down to --resolution until a whole pass finds no gain above the noise: the "
-        "certificate), 'converged-x2' and 'converged-x4' (twice and four times its "
-        "effort), 'restarts' (4 random restarts "
-        "more), or evcs-gym 0.3.0's fixed budgets 'budget' (64), 'budget32', 'budget96'",
+        help="the deviation search: 'converged' (global candidates, then two rounds of "
+        "pattern search down to --resolution until a whole pass finds no gain above the "
+        "noise: the certificate), 'converged-x2' and 'converged-x4' (twice and four times "
+        "its effort), 'converged-0.4' (evcs-gym 0.4.0's default: one round to 1/96), "
+        "'restarts' (4 random restarts on 0.4.0's default), or evcs-gym 0.3.0's fixed "
+        "budgets 'budget' (64), 'budget32', 'budget96'",
     )
     p.add_argument(
         f"--{prefix}resolution",
         type=float,
         default=None,
         help="the converged search's last step, as a share of each station's price range "
-        "(None: 1/96)",
+        "(None: 1/192)",
     )
     p.add_argument(
         budget,

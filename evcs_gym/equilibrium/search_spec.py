@@ -4,9 +4,10 @@ Two methods find a station's best unilateral deviation in the simulator:
 
 * ``"converged"`` (the default, :mod:`~evcs_gym.equilibrium.station_search`): the global
   candidates (each period alone at either bound, ``grid`` uniform levels, the combined
-  move), then a pattern search from the best of them whose per-period step halves from
-  ``period_step`` of the price range down to ``resolution``; it stops when a whole pass
-  at the finest step finds no move that gains more than the search seeds' noise
+  move), then pattern searches from the best of them whose per-period step halves from
+  ``period_step`` of the price range down to ``resolution`` (two rounds, the second from
+  the first's answer; each pass also polls two random directions); it stops when a whole
+  pass at the finest step finds no move that gains more than the search seeds' noise
   (*converged at resolution h*), or when ``budget`` distinct price vectors are spent
   (*capped*). Its answer is the certificate every table of the package uses.
 * ``"budget"`` (:func:`~evcs_gym.equilibrium.deviation_search.best_response`): the
@@ -14,20 +15,24 @@ Two methods find a station's best unilateral deviation in the simulator:
   candidates whatever it has found. Kept so that older figures can be reproduced.
 
 :data:`SEARCHES` names the presets the plateau study compares
-(``benchmarks/studies/search_plateau.py``): the default, twice its effort (a second
-pattern search from its answer, down to half the resolution), four times its effort
-(three rounds, down to a quarter), random restarts as an independent check, and
-today's 32- and 96-candidate budgets.
+(``benchmarks/studies/search_plateau.py``): the default, twice its effort (a third
+round, down to half the resolution, twice the random directions), four times its effort
+(four rounds, down to a quarter), evcs-gym 0.4.0's default (one round to 1/96 of the
+range, no random directions), random restarts as an independent check, and 0.3.0's 32-
+and 96-candidate budgets.
 
 Example:
     >>> spec = resolve_search("converged")
-    >>> spec.method, spec.cap, spec.resolution == 1 / 96
-    ('converged', 600, True)
+    >>> spec.method, spec.cap, spec.resolution == 1 / 192, spec.rounds
+    ('converged', 600, True, 2)
     >>> resolve_search("budget", budget=32).cap
     32
-    >>> print(resolve_search("converged-x2").describe())
+    >>> print(resolve_search("converged").describe())
     converged search: bounds, 7 levels, combined move, then pattern searches from 1/12 to
     1/192 of the range (2 rounds), 2 random directions a poll
+    >>> print(resolve_search("converged-0.4").describe())
+    converged search: bounds, 7 levels, combined move, then pattern searches from 1/12 to
+    1/96 of the range
 """
 
 from __future__ import annotations
@@ -83,9 +88,10 @@ class SearchSpec:
     period_step: float = PERIOD_STEP
     """The nearby moves' step and the pattern search's first step, as a share of the
     station's price range."""
-    resolution: float = 1 / 96
+    resolution: float = 1 / 192
     """The pattern search's last step, as a share of the price range: converged means no
-    single-period move of this size (or of any larger step it tried) gains."""
+    single-period move of this size (or of any larger step it tried) gains. (1/96 in
+    evcs-gym 0.4.0: the plateau study found its figure moving at 2 of 7 profiles.)"""
     from_current: bool = True
     """Run the pattern search from the current prices too, not only from the best global
     candidate (free where they are the same): on a revenue surface of sawtooth teeth the
@@ -93,9 +99,9 @@ class SearchSpec:
     current prices found 1.3 points more NashConv."""
     shifts: bool = False
     """The pattern search also polls shifts between adjacent periods (one up, one down)."""
-    random_directions: int = 0
+    random_directions: int = 2
     """Random directions the pattern search polls each pass, besides the fixed ones."""
-    rounds: int = 1
+    rounds: int = 2
     """Pattern searches one after another, each from the best point so far at
     ``period_step`` again; the last ends at ``resolution``, each earlier one at twice the
     resolution of the next."""
@@ -193,17 +199,22 @@ def _check(spec: SearchSpec) -> None:
         )
 
 
+_DEFAULT_0_4 = {"resolution": 1 / 96, "rounds": 1, "random_directions": 0}
+"""evcs-gym 0.4.0's default converged search: one round down to 1/96, no random directions."""
+
 SEARCHES: dict[str, SearchSpec] = {
     "converged": SearchSpec(),
-    "converged-x2": SearchSpec(resolution=1 / 192, rounds=2, random_directions=2),
-    "converged-x4": SearchSpec(resolution=1 / 384, rounds=3, random_directions=4),
-    "restarts": SearchSpec(restarts=4),
+    "converged-x2": SearchSpec(resolution=1 / 384, rounds=3, random_directions=4),
+    "converged-x4": SearchSpec(resolution=1 / 768, rounds=4, random_directions=8),
+    "converged-0.4": SearchSpec(**_DEFAULT_0_4),
+    "restarts": SearchSpec(**_DEFAULT_0_4, restarts=4),
     "budget": SearchSpec(method="budget", period_moves=2),
     "budget32": SearchSpec(method="budget", budget=32, period_moves=2),
     "budget96": SearchSpec(method="budget", budget=96, period_moves=2),
 }
-"""Named searches: the default, twice and four times its effort, random restarts, and the
-fixed budgets of evcs-gym 0.3.0 (64 candidates, and the 32 and 96 its tables and checks used)."""
+"""Named searches: the default, twice and four times its effort, evcs-gym 0.4.0's default,
+four random restarts on it (an independent check), and the fixed budgets of evcs-gym 0.3.0
+(64 candidates, and the 32 and 96 its tables and checks used)."""
 
 
 def resolve_search(search: SearchSpec | str = "converged", **overrides: Any) -> SearchSpec:

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from evcs_gym.cli.common import parse_settings, read_price_file
+from evcs_gym.cli.common import SEARCH_NAMES, parse_settings, read_price_file
+from evcs_gym.equilibrium.search_spec import SEARCHES, SearchSpec
 
 
 def test_parse_settings_reads_json_else_a_string_and_rejects_a_pair_without_equals():
@@ -35,3 +36,11 @@ def test_read_price_file_takes_a_profile_or_the_prices_entry_of_an_output(tmp_pa
     path.write_text("[1, 2]")
     with pytest.raises(SystemExit, match=r"--start .*prices\.json.* must hold"):
         read_price_file(str(path), "--start")
+
+
+def test_the_cli_offers_every_search_preset_and_the_default_is_the_converged_one():
+    assert set(SEARCH_NAMES) == set(SEARCHES)
+    assert SEARCHES["converged"] == SearchSpec()
+    assert (SearchSpec().resolution, SearchSpec().rounds) == (1 / 192, 2)
+    old = SEARCHES["converged-0.4"]  # evcs-gym 0.4.0's default, for its figures
+    assert (old.resolution, old.rounds, old.random_directions) == (1 / 96, 1, 0)
