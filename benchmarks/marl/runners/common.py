@@ -37,12 +37,13 @@ VERIFY: dict[str, dict[str, Any]] = {
 }
 """The deviation search of every EVCS cell, by scenario: the converged search (global
 candidates, then two rounds of pattern search to 1/192 of the range until a whole pass
-finds no gain above the paired noise), each candidate scored on the first ``search_seeds`` seeds, and
-the seeds each gain is re-evaluated on. The same for every algorithm and library, and
-the same as ``evcs-gym train``'s and ``exploit``'s defaults; ``budget`` (absent: the
-search's cap) may be set. Until evcs-gym 0.3.0 the cells used fixed budgets of 16 to 32
-candidates, which under-reported the market games' NashConv 2-6x
-(``benchmarks/studies/search_plateau.py``). A scenario not named here gets ``tiny``'s."""
+finds no gain above the paired noise), each candidate scored on the first
+``search_seeds`` seeds, and the seeds each gain is re-evaluated on. The same for every
+algorithm and library, and the same as ``evcs-gym train``'s and ``exploit``'s defaults;
+``budget`` (absent: the search's cap) may be set. Until evcs-gym 0.3.0 the cells used
+fixed budgets of 16 to 32 candidates, which under-reported the market games' NashConv
+2-6x (``benchmarks/studies/search_plateau.py``). A scenario not named here gets
+``tiny``'s."""
 
 DISTRIBUTIONS = (
     "evcs-gym",
