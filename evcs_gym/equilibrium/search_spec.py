@@ -199,15 +199,15 @@ def _check(spec: SearchSpec) -> None:
         )
 
 
-_DEFAULT_0_4 = {"resolution": 1 / 96, "rounds": 1, "random_directions": 0}
+_DEFAULT_0_4 = SearchSpec(resolution=1 / 96, rounds=1, random_directions=0)
 """evcs-gym 0.4.0's default converged search: one round down to 1/96, no random directions."""
 
 SEARCHES: dict[str, SearchSpec] = {
     "converged": SearchSpec(),
     "converged-x2": SearchSpec(resolution=1 / 384, rounds=3, random_directions=4),
     "converged-x4": SearchSpec(resolution=1 / 768, rounds=4, random_directions=8),
-    "converged-0.4": SearchSpec(**_DEFAULT_0_4),
-    "restarts": SearchSpec(**_DEFAULT_0_4, restarts=4),
+    "converged-0.4": _DEFAULT_0_4,
+    "restarts": dataclasses.replace(_DEFAULT_0_4, restarts=4),
     "budget": SearchSpec(method="budget", period_moves=2),
     "budget32": SearchSpec(method="budget", budget=32, period_moves=2),
     "budget96": SearchSpec(method="budget", budget=96, period_moves=2),
