@@ -147,7 +147,7 @@ SOLVES = {
     ),
 }
 """The solver run behind each shipped reference, as its ``how`` records: best-response
-dynamics with the converged search from the 0.3.0 game's reference
+dynamics with 0.4.0's converged search (``converged-0.4``) from the 0.3.0 game's reference
 (``benchmarks/inputs/``)."""
 
 INPUTS = Path(__file__).resolve().parents[2] / "benchmarks" / "inputs"
@@ -161,6 +161,7 @@ def test_the_solver_reproduces_the_references(market, references, which):
     options = dict(SOLVES[(market.name, which)])
     start = json.loads((INPUTS / options.pop("start")).read_text())
     options.setdefault("max_rounds", 20)
+    options.setdefault("search", "converged-0.4")  # the references' search (evcs-gym 0.4.0)
     solver = BestResponseDynamics(market, seeds=SEEDS, **options)
     res = solver.solve(start)
     assert res.converged, res
