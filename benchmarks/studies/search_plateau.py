@@ -123,6 +123,8 @@ def measure(
     evaluator = BatchEvaluator(pool)
     kwargs: dict[str, Any] = {"search": search}
     if search == "de":  # DE alone, from 0.4.0's default's deviations
+        if not (out / "converged-0.4.json").exists():
+            raise SystemExit(f"`de` starts from {out}/converged-0.4.json: run converged-0.4 first")
         start = json.loads((out / "converged-0.4.json").read_text())
         devs = start["certificate"]["deviations"]
         starts = {a: [d["best_prices"]] for a, d in devs.items()}
