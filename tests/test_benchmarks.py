@@ -314,6 +314,10 @@ def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     assert study.main([*argv, "--resume", "--searches", "budget32"]) == 0
     again = json.loads((tmp_path / "records/mid/budget32.json").read_text())
     assert again["certificate"]["prices"] == records["budget32"]["certificate"]["prices"]
+    # the report alone: a search without a record stays unmeasured
+    assert study.main([*argv, "--report-only", "--searches", "converged", "converged-x2"]) == 0
+    assert not (tmp_path / "records/mid/converged-x2.json").exists()
+    assert "| mid |" in (tmp_path / "report.md").read_text()
 
 
 def test_search_plateau_judges_a_search_against_the_stronger_ones(load_script):

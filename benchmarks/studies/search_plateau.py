@@ -92,6 +92,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--resume", action="store_true", help="keep the records in OUT of the same prices"
     )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="measure nothing: the report of the records in OUT of the same prices",
+    )
     p.add_argument("--out", default="search_plateau_out")
     p.add_argument("--set", action="append", metavar="KEY=VALUE", help="a scenario setting")
     return p.parse_args(argv)
@@ -183,9 +188,9 @@ def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: 
         f"# Search plateau on `{scenario}`",
         "",
         "Verified NashConv ± SE (% of total revenue) by search; under it the evaluations, "
-        "raw simulations and minutes. Plateau: the converged search's figure, and "
-        "twice its effort's, against the searches of more effort and the independent "
-        f"methods (holds: within {PLATEAU_POINTS:.1%} point or {PLATEAU_SHARE:.0%}).",
+        "raw simulations and minutes. Plateau: the default search's figure, twice its "
+        "effort's and 0.4.0's default's, against the searches of more effort and the "
+        f"independent methods (holds: within {PLATEAU_POINTS:.1%} point or {PLATEAU_SHARE:.0%}).",
         "",
         head,
         "|---" * (len(searches) + 2) + "|",
@@ -205,8 +210,9 @@ def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: 
                 f"{r['raw_simulations']} raw, {r['seconds'] / 60:.1f} min"
             )
         verdicts = [plateau(records)]
-        if "converged-x2" in records and (x2 := plateau(records, "converged-x2")) != NOTHING:
-            verdicts.append(f"x2: {x2}")
+        for base, label in (("converged-x2", "x2"), ("converged-0.4", "0.4.0")):
+            if base in records and (verdict := plateau(records, base)) != NOTHING:
+                verdicts.append(f"{label}: {verdict}")
         lines.append(f"| {profile} | " + " | ".join(cells) + f" | {'<br>'.join(verdicts)} |")
     per_raw = [r["seconds_per_raw_simulation"] for rs in rows.values() for r in rs.values()]
     if per_raw:
@@ -244,7 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows[name] = {}
             for search in searches:
                 path = folder / f"{search}.json"
-                if not (args.resume and is_record_of(path, prices)):
+                kept = is_record_of(path, prices)
+                if args.report_only and not kept:
+                    continue
+                if not ((args.resume or args.report_only) and kept):
                     record = measure(pool, prices, search, args.seeds, args.search_seeds, folder)
                     record.update(
                         profile=spec,
