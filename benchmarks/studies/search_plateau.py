@@ -250,10 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows[name] = {}
             for search in searches:
                 path = folder / f"{search}.json"
-                kept = is_record_of(path, prices)
-                if args.report_only and not kept:
+                keep = (args.resume or args.report_only) and is_record_of(path, prices)
+                if args.report_only and not keep:
                     continue
-                if not ((args.resume or args.report_only) and kept):
+                if not keep:
                     record = measure(pool, prices, search, args.seeds, args.search_seeds, folder)
                     record.update(
                         profile=spec,
