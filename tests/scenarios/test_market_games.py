@@ -25,9 +25,10 @@ SEEDS = 4
 NASH_CONV = {"tiny_market": 0.012, "siouxfalls_market": 0.020}
 """The most verified NashConv each game's Nash reference may show. ``tiny_market``'s N
 verifies at 1.04 % under the default search (two rounds to 1/192 of the range): above
-the 1.0 % its design asks, for the platoon sawtooth (one platoon is about 1.5 % of a
-station's revenue; see the deviation-search research notes). Smaller platoons, a new
-game, would lower that floor."""
+the 1.0 % its design asks, for the platoon sawtooth (one platoon is about 0.4 % of a
+station's revenue, and the highest of many tooth tops puts every reference found at
+about 1.5 % under the strongest attacks; see the deviation-search research notes).
+Smaller platoons, a new game, would lower that floor."""
 JOINT_GAIN = 0.005
 """The most any one station's prices may raise the total revenue at the collusive
 reference."""
