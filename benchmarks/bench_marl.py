@@ -329,6 +329,47 @@ def resume_keeps(cell: Cell, out: Path, games: dict[str, dict | None]) -> bool:
     return False
 
 
+def games_measured(cells: list[dict[str, Any]]) -> dict[str, dict[str, list[str]]]:
+    """The EVCS games the cells were measured on: task -> settings hash -> versions."""
+    games: dict[str, dict[str, list[str]]] = {}
+    for c in cells:
+        if c.get("game"):
+            versions = games.setdefault(c["task"], {}).setdefault(c["game"]["settings_hash"], [])
+            if c["game"]["version"] not in versions:
+                versions.append(c["game"]["version"])
+    return games
+
+
+def games_note(cells: list[dict[str, Any]]) -> str:
+    """The report's note on tasks whose cells were measured on more than one game.
+
+    Cells of different settings hashes score different payoffs: a warning (``--resume``
+    reruns such stale cells). Cells of one settings hash measured by different minor
+    releases (as when cells of a 0.2.0 game are added later) get a note naming the
+    releases: the 0.2.0 games' payoffs are pinned across releases by
+    ``tests/test_pinned_payoffs.py``.
+
+    Example:
+        >>> cell = {"task": "tiny", "game": {"version": "0.2.0", "settings_hash": "ab"}}
+        >>> later = {"task": "tiny", "game": {"version": "0.4.0", "settings_hash": "ab"}}
+        >>> games_note([cell]), "several releases" in games_note([cell, later])
+        ('', True)
+    """
+    note = ""
+    for task, hashes in games_measured(cells).items():
+        tags = [f"evcs-gym {', '.join(v)}, settings {h}" for h, v in hashes.items()]
+        if len(hashes) > 1:  # a table must not mix payoffs: --resume reruns stale cells
+            note += f"\n\n**{task}: cells of different games** ({'; '.join(tags)})"
+            print(f"warning: {task} has cells of different games: {tags}", file=sys.stderr)
+        elif any(len(v) > 1 for v in hashes.values()):
+            note += (
+                f"\n\n{task}: cells measured by several releases on one game ({tags[0]}); "
+                "the 0.2.0 games' payoffs are pinned across releases "
+                "(`tests/test_pinned_payoffs.py`)"
+            )
+    return note
+
+
 def machine() -> dict[str, Any]:
     cpu = platform.processor()
     try:
@@ -373,18 +414,11 @@ def write_report(args: argparse.Namespace, out: Path, skipped: Sequence[str]) ->
     versions = {}
     for c in cells:
         versions.setdefault(c["library"], c["versions"])
-    # the EVCS games the cells were measured on (version and settings hash), per task
-    games: dict[str, list[str]] = {}
-    for c in cells:
-        if c.get("game"):
-            tag = f"evcs-gym {c['game']['version']}, settings {c['game']['settings_hash']}"
-            games.setdefault(c["task"], [])
-            if tag not in games[c["task"]]:
-                games[c["task"]].append(tag)
-    for task, tags in games.items():  # a table must not mix payoffs: --resume reruns stale cells
-        if len(tags) > 1:
-            table += f"\n\n**{task}: cells of different games** ({'; '.join(tags)})"
-            print(f"warning: {task} has cells of different games: {tags}", file=sys.stderr)
+    games = {
+        task: [f"evcs-gym {v}, settings {h}" for h, versions in hashes.items() for v in versions]
+        for task, hashes in games_measured(cells).items()
+    }
+    table += games_note(cells)
     command = "python benchmarks/bench_marl.py " + shlex.join(args.argv)
     previous = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     host = now = machine()
