@@ -294,18 +294,21 @@ def test_price_war_study_compares_the_critic_with_the_simulator(load_script, tmp
 
 def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     study = load_script("benchmarks/studies", "search_plateau")
-    argv = ["--scenario", "tiny", "--profiles", "mid", "--searches", "budget32", "converged"]
+    argv = ["--scenario", "tiny", "--profiles", "mid", "--searches", "budget32", "converged-0.4"]
     argv += ["--seeds", "2", "--workers", "1", "--out", str(tmp_path)]
     assert study.main(argv) == 0
     records = {p.stem: json.loads(p.read_text()) for p in (tmp_path / "records/mid").iterdir()}
-    assert set(records) == {"budget32", "converged"}
-    assert records["converged"]["converged"] is True
-    assert records["converged"]["evaluations"] > 0 and records["converged"]["raw_simulations"] > 0
+    assert set(records) == {"budget32", "converged-0.4"}  # 0.4.0's: cheaper
+    assert records["converged-0.4"]["converged"] is True
+    assert (
+        records["converged-0.4"]["evaluations"] > 0
+        and records["converged-0.4"]["raw_simulations"] > 0
+    )
     report = (tmp_path / "report.md").read_text()
     assert "| mid |" in report and "converged-x2" not in report
-    before = records["converged"]["date"]
+    before = records["converged-0.4"]["date"]
     assert study.main([*argv, "--resume"]) == 0  # kept, not measured again
-    assert json.loads((tmp_path / "records/mid/converged.json").read_text())["date"] == before
+    assert json.loads((tmp_path / "records/mid/converged-0.4.json").read_text())["date"] == before
     run = json.loads((tmp_path / "run.json").read_text())
     assert len(run["commands"]) == 2 and "--resume" in run["command"]
     stale = json.loads((tmp_path / "records/mid/budget32.json").read_text())
@@ -315,7 +318,7 @@ def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     again = json.loads((tmp_path / "records/mid/budget32.json").read_text())
     assert again["certificate"]["prices"] == records["budget32"]["certificate"]["prices"]
     # the report alone: a search without a record stays unmeasured
-    assert study.main([*argv, "--report-only", "--searches", "converged", "converged-x2"]) == 0
+    assert study.main([*argv, "--report-only", "--searches", "converged-0.4", "converged-x2"]) == 0
     assert not (tmp_path / "records/mid/converged-x2.json").exists()
     assert "| mid |" in (tmp_path / "report.md").read_text()
 

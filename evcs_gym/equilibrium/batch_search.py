@@ -11,7 +11,8 @@ Example:
     >>> from evcs_gym.equilibrium.evaluation import BatchEvaluator
     >>> from evcs_gym.equilibrium.search_spec import resolve_search
     >>> be = BatchEvaluator(evcs_gym.load_scenario("tiny"))
-    >>> out = search_stations(be, be.network_prices(2.0), ["A", "B"], resolve_search(),
+    >>> spec = resolve_search(resolution=1 / 24, rounds=1)  # the default, coarser
+    >>> out = search_stations(be, be.network_prices(2.0), ["A", "B"], spec,
     ...                       seeds=[0], base_seed=0)
     >>> [out[a].score.value > out[a].current.value for a in ("A", "B")]
     [True, True]

@@ -99,7 +99,7 @@ class BestResponseDynamics:
     Example:
         >>> import evcs_gym
         >>> nd = evcs_gym.load_scenario("tiny")
-        >>> brd = BestResponseDynamics(nd, target=0.5, max_rounds=1)
+        >>> brd = BestResponseDynamics(nd, target=0.5, max_rounds=1, resolution=1 / 24)
         >>> res = brd.solve({"A": [1.25] * 4, "B": [1.25] * 4})
         >>> res.rounds
         1

@@ -53,9 +53,16 @@ def references(market):
     return refs
 
 
+_NASH_CERTIFICATES: dict[str, object] = {}
+"""Each game's N certificate, computed once: the indirect parametrisation below rebuilds
+the module's fixtures when the game changes, and N's certificate is the costliest."""
+
+
 @pytest.fixture(scope="module")
 def nash_certificate(market, references):
-    return exploitability(market, references.nash, seeds=SEEDS)
+    if market.name not in _NASH_CERTIFICATES:
+        _NASH_CERTIFICATES[market.name] = exploitability(market, references.nash, seeds=SEEDS)
+    return _NASH_CERTIFICATES[market.name]
 
 
 def bounds(market) -> tuple[float, float]:
@@ -110,11 +117,12 @@ def test_the_collusive_reference_is_interior_and_beats_every_uniform_profile(mar
 @pytest.mark.parametrize("where", ["floor", "mid-bounds", "ceiling"])
 def test_no_constant_guess_is_an_answer(market, nash_certificate, where):
     """A guess's NashConv is bounded from below by any search's, so the cheap 32-candidate
-    one suffices here (far from equilibrium the converged search costs 3-5 times as much)."""
+    one on 2 seeds suffices here (far from equilibrium the converged search costs 3-5
+    times as much, and the guesses' gains stand far above the seeds' noise)."""
     lo, hi = bounds(market)
     price = {"floor": lo, "mid-bounds": (lo + hi) / 2, "ceiling": hi}[where]
     guess = evcs_gym.uniform_prices(market.agent_names, market.n_periods, price)
-    cert = exploitability(market, guess, seeds=SEEDS, search="budget32")
+    cert = exploitability(market, guess, seeds=2, search="budget32")
     assert cert.relative_nash_conv >= 0.05
     assert cert.relative_nash_conv >= 3 * nash_certificate.relative_nash_conv
 
