@@ -340,25 +340,31 @@ def games_measured(cells: list[dict[str, Any]]) -> dict[str, dict[str, list[str]
     return games
 
 
+PINNED_SINCE_0_2_0 = {"b19290784656", "1bdd955f9c73", "6e837c766f5b", "d463508cfe15"}
+"""The settings hashes of the bundled 0.2.0 games, whose payoffs every later release keeps
+bit for bit (``tests/test_pinned_payoffs.py``)."""
+
+
 def games_note(cells: list[dict[str, Any]]) -> str:
     """The report's note on tasks whose cells were measured on more than one game.
 
-    Cells of different settings hashes score different payoffs: a warning (``--resume``
-    reruns such stale cells). Cells of one settings hash measured by different minor
-    releases (as when cells of a 0.2.0 game are added later) get a note naming the
-    releases: the 0.2.0 games' payoffs are pinned across releases by
-    ``tests/test_pinned_payoffs.py``.
+    Cells of different games score different payoffs: a warning (``--resume`` reruns
+    such stale cells). Cells of one of the 0.2.0 games measured by several releases (as
+    when cells are added to its column later) get a note naming the releases: those
+    games' payoffs are pinned across releases (:data:`PINNED_SINCE_0_2_0`).
 
     Example:
-        >>> cell = {"task": "tiny", "game": {"version": "0.2.0", "settings_hash": "ab"}}
-        >>> later = {"task": "tiny", "game": {"version": "0.4.0", "settings_hash": "ab"}}
+        >>> cell = {"task": "tiny", "game": {"version": "0.2.0", "settings_hash": "b19290784656"}}
+        >>> later = {"task": "tiny", "game": {"version": "0.4.0", "settings_hash": "b19290784656"}}
         >>> games_note([cell]), "several releases" in games_note([cell, later])
         ('', True)
     """
     note = ""
     for task, hashes in games_measured(cells).items():
         tags = [f"evcs-gym {', '.join(v)}, settings {h}" for h, v in hashes.items()]
-        if len(hashes) > 1:  # a table must not mix payoffs: --resume reruns stale cells
+        pinned = len(hashes) == 1 and set(hashes) <= PINNED_SINCE_0_2_0
+        if len(hashes) > 1 or (not pinned and any(len(v) > 1 for v in hashes.values())):
+            # a table must not mix payoffs: --resume reruns stale cells
             note += f"\n\n**{task}: cells of different games** ({'; '.join(tags)})"
             print(f"warning: {task} has cells of different games: {tags}", file=sys.stderr)
         elif any(len(v) > 1 for v in hashes.values()):

@@ -277,6 +277,24 @@ def test_curve_points_are_their_own_runs_plotted_and_kept_out_of_the_tables(benc
         bench.parse_args(["--curve", "0"])
 
 
+def test_the_report_tells_releases_of_a_pinned_game_from_different_games(bench, capsys):
+    def cell(task, version, digest):
+        return {"task": task, "game": {"version": version, "settings_hash": digest}}
+
+    tiny = "b19290784656"  # a 0.2.0 game: its payoffs are pinned across releases
+    note = bench.games_note([cell("tiny", "0.2.0", tiny), cell("tiny", "0.4.0", tiny)])
+    assert "several releases on one game (evcs-gym 0.2.0, 0.4.0, settings b19290784656)" in note
+    assert "different games" not in note and capsys.readouterr().err == ""
+    # a game not pinned: another minor release may score other payoffs on the same hash
+    market = [cell("tiny_market", "0.3.0", "abc"), cell("tiny_market", "0.4.0", "abc")]
+    assert "cells of different games" in bench.games_note(market)
+    assert "warning: tiny_market" in capsys.readouterr().err
+    assert "cells of different games" in bench.games_note(
+        [cell("tiny", "0.2.0", tiny), cell("tiny", "0.2.0", "abc")]
+    )
+    assert bench.games_note([cell("tiny", "0.2.0", tiny)] * 2) == ""
+
+
 def test_resume_reruns_cells_measured_on_another_game(bench, tmp_path, capsys):
     cell = bench.Cell(TASKS["tiny"], "ours", "maddpg", 0, 600)
     games: dict = {}
