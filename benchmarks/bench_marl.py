@@ -283,11 +283,18 @@ def run_one(cell: Cell, python: str, out: Path, smoke: bool) -> tuple[Cell, str 
     return cell, None, seconds
 
 
+PINNED_SINCE_0_2_0 = {"b19290784656", "1bdd955f9c73", "6e837c766f5b", "d463508cfe15"}
+"""The settings hashes of the bundled 0.2.0 games, whose payoffs every later release keeps
+bit for bit (``tests/test_pinned_payoffs.py``)."""
+
+
 def same_game(measured: dict | None, current: dict | None) -> bool:
     """Whether a cell measured on ``measured`` (its record's ``game``) still scores the game
     its task has now: the same scenario settings hash and the same ``major.minor``
     package version (a change of the payoffs bumps the minor version; a patch does not
-    change them). Tasks without a game (MPE, VMAS) have ``None`` on both sides.
+    change them), or any version on a 0.2.0 game, whose payoffs are pinned
+    (:data:`PINNED_SINCE_0_2_0`). Tasks without a game (MPE, VMAS) have ``None`` on both
+    sides.
 
     Example:
         >>> old = {"version": "0.2.0", "settings_hash": "ab"}
@@ -297,6 +304,9 @@ def same_game(measured: dict | None, current: dict | None) -> bool:
         False
         >>> same_game(old, {"version": "0.2.0", "settings_hash": "cd"}), same_game(None, None)
         (False, True)
+        >>> tiny = {"version": "0.2.0", "settings_hash": "b19290784656"}
+        >>> same_game(tiny, {"version": "0.4.0", "settings_hash": "b19290784656"})
+        True
     """
     if measured is None or current is None:
         return measured is None and current is None
@@ -304,9 +314,10 @@ def same_game(measured: dict | None, current: dict | None) -> bool:
     def minor(version: str) -> list[str]:
         return version.split(".")[:2]
 
-    return measured.get("settings_hash") == current["settings_hash"] and minor(
-        str(measured.get("version", ""))
-    ) == minor(current["version"])
+    if measured.get("settings_hash") != current["settings_hash"]:
+        return False
+    pinned = current["settings_hash"] in PINNED_SINCE_0_2_0
+    return pinned or minor(str(measured.get("version", ""))) == minor(current["version"])
 
 
 def resume_keeps(cell: Cell, out: Path, games: dict[str, dict | None]) -> bool:
@@ -340,18 +351,13 @@ def games_measured(cells: list[dict[str, Any]]) -> dict[str, dict[str, list[str]
     return games
 
 
-PINNED_SINCE_0_2_0 = {"b19290784656", "1bdd955f9c73", "6e837c766f5b", "d463508cfe15"}
-"""The settings hashes of the bundled 0.2.0 games, whose payoffs every later release keeps
-bit for bit (``tests/test_pinned_payoffs.py``)."""
-
-
 def games_note(cells: list[dict[str, Any]]) -> str:
     """The report's note on tasks whose cells were measured on more than one game.
 
-    Cells of different games score different payoffs: a warning (``--resume`` reruns
-    such stale cells). Cells of one of the 0.2.0 games measured by several releases (as
-    when cells are added to its column later) get a note naming the releases: those
-    games' payoffs are pinned across releases (:data:`PINNED_SINCE_0_2_0`).
+    Cells of different games (:func:`same_game`) score different payoffs: a warning
+    (``--resume`` reruns such stale cells). Cells of one of the 0.2.0 games measured by
+    several releases (as when cells are added to its column later) get a note naming
+    the releases: those games' payoffs are pinned across releases.
 
     Example:
         >>> cell = {"task": "tiny", "game": {"version": "0.2.0", "settings_hash": "b19290784656"}}
@@ -362,16 +368,16 @@ def games_note(cells: list[dict[str, Any]]) -> str:
     note = ""
     for task, hashes in games_measured(cells).items():
         tags = [f"evcs-gym {', '.join(v)}, settings {h}" for h, v in hashes.items()]
-        pinned = len(hashes) == 1 and set(hashes) <= PINNED_SINCE_0_2_0
-        if len(hashes) > 1 or (not pinned and any(len(v) > 1 for v in hashes.values())):
+        games = [{"version": v, "settings_hash": h} for h, vs in hashes.items() for v in vs]
+        if not all(same_game(g, games[0]) for g in games[1:]):
             # a table must not mix payoffs: --resume reruns stale cells
             note += f"\n\n**{task}: cells of different games** ({'; '.join(tags)})"
             print(f"warning: {task} has cells of different games: {tags}", file=sys.stderr)
-        elif any(len(v) > 1 for v in hashes.values()):
+        elif len(games) > 1:
             note += (
                 f"\n\n{task}: cells measured by several releases on one game ({tags[0]}); "
-                "the 0.2.0 games' payoffs are pinned across releases "
-                "(`tests/test_pinned_payoffs.py`)"
+                "their payoffs agree (patch releases, or a 0.2.0 game, pinned across "
+                "releases by `tests/test_pinned_payoffs.py`)"
             )
     return note
 

@@ -281,6 +281,9 @@ def test_the_report_tells_releases_of_a_pinned_game_from_different_games(bench, 
     def cell(task, version, digest):
         return {"task": task, "game": {"version": version, "settings_hash": digest}}
 
+    from tests.test_pinned_payoffs import DIGESTS_0_2_0
+
+    assert bench.PINNED_SINCE_0_2_0 == set(DIGESTS_0_2_0.values())  # the games pinned there
     tiny = "b19290784656"  # a 0.2.0 game: its payoffs are pinned across releases
     note = bench.games_note([cell("tiny", "0.2.0", tiny), cell("tiny", "0.4.0", tiny)])
     assert "several releases on one game (evcs-gym 0.2.0, 0.4.0, settings b19290784656)" in note
@@ -304,6 +307,8 @@ def test_resume_reruns_cells_measured_on_another_game(bench, tmp_path, capsys):
     record.parent.mkdir()
     record.write_text(json.dumps({"game": {**now, "version": now["version"] + ".post1"}}))
     assert bench.resume_keeps(cell, tmp_path, games)  # a patch does not change payoffs
+    record.write_text(json.dumps({"game": {**now, "version": "0.2.0"}}))
+    assert bench.resume_keeps(cell, tmp_path, games)  # tiny's payoffs are pinned since 0.2.0
     assert capsys.readouterr().out == ""
     record.write_text(json.dumps({"game": {**now, "settings_hash": "0123456789ab"}}))
     assert not bench.resume_keeps(cell, tmp_path, games)
