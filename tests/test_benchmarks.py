@@ -311,6 +311,11 @@ def test_search_plateau_records_each_search_and_resumes(load_script, tmp_path):
     assert json.loads((tmp_path / "records/mid/converged-0.4.json").read_text())["date"] == before
     run = json.loads((tmp_path / "run.json").read_text())
     assert len(run["commands"]) == 2 and "--resume" in run["command"]
+    # other seeds make a record stale: held out, the search scores on seed 2
+    assert study.main([*argv, "--resume", "--held-out", "--searches", "budget32"]) == 0
+    held = json.loads((tmp_path / "records/mid/budget32.json").read_text())["certificate"]
+    assert held["seeds"] == [0, 1] and held["search_seeds"] == [2] and held["held_out"]
+    assert "seeds [2] (held out" in (tmp_path / "report.md").read_text()
     stale = json.loads((tmp_path / "records/mid/budget32.json").read_text())
     stale["certificate"]["prices"]["A"][0] += 0.1  # another profile's record: measured again
     (tmp_path / "records/mid/budget32.json").write_text(json.dumps(stale))

@@ -88,6 +88,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--searches", nargs="+", default=list(SEARCHES), choices=SEARCHES)
     p.add_argument("--seeds", type=int, default=4, help="seeds of the verified gains")
     p.add_argument("--search-seeds", type=int, default=1, help="seeds a candidate is scored on")
+    p.add_argument(
+        "--held-out",
+        action="store_true",
+        help="search on seeds after --seeds: every gain measured out of sample",
+    )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument(
         "--resume", action="store_true", help="keep the records in OUT of the same prices"
@@ -122,21 +127,22 @@ def profile_prices(spec: str, nd: evcs_gym.NetworkData) -> tuple[str, dict[str, 
 
 
 def measure(
-    pool: Any, prices: dict[str, Any], search: str, seeds: int, search_seeds: int, out: Path
+    pool: Any, prices: dict[str, Any], search: str, args: argparse.Namespace, out: Path
 ) -> dict[str, Any]:
-    """One record: the certificate of ``prices`` with ``search``."""
+    """One record: the certificate of ``prices`` with ``search`` (seeds from ``args``)."""
     evaluator = BatchEvaluator(pool)
-    kwargs: dict[str, Any] = {"search": search}
+    kwargs: dict[str, Any] = {"search": search, "held_out": args.held_out}
     if search == "de":  # DE alone, from 0.4.0's default's deviations
         if not (out / "converged-0.4.json").exists():
             raise SystemExit(f"`de` starts from {out}/converged-0.4.json: run converged-0.4 first")
         start = json.loads((out / "converged-0.4.json").read_text())
         devs = start["certificate"]["deviations"]
         starts = {a: [d["best_prices"]] for a, d in devs.items()}
-        kwargs = {"search": "budget", "budget": DE_BUDGET, "grid": 0, "period_moves": None}
-        kwargs["starts"] = starts
+        kwargs.update(search="budget", budget=DE_BUDGET, grid=0, period_moves=None, starts=starts)
     started = time.perf_counter()
-    cert = exploitability(evaluator, prices, seeds=seeds, search_seeds=search_seeds, **kwargs)
+    cert = exploitability(
+        evaluator, prices, seeds=args.seeds, search_seeds=args.search_seeds, **kwargs
+    )
     seconds = time.perf_counter() - started
     raw = sum(r.ue_iterations for r in evaluator._cache.values())
     return {
@@ -155,12 +161,23 @@ def measure(
     }
 
 
-def is_record_of(path: Path, prices: dict[str, Any]) -> bool:
-    """Whether ``path`` holds a record of these prices (a cell retrained since, or a
-    profile file edited, makes the record stale: ``--resume`` measures it again)."""
+def seed_plan(args: argparse.Namespace) -> dict[str, list[int]]:
+    """The seeds of the gains and of the search that ``args`` ask for."""
+    seeds = list(range(args.seeds))
+    first = args.seeds if args.held_out else 0
+    return {"seeds": seeds, "search_seeds": list(range(first, first + args.search_seeds))}
+
+
+def is_record_of(path: Path, prices: dict[str, Any], seeds: dict[str, list[int]]) -> bool:
+    """Whether ``path`` holds a record of these prices on these seeds (a cell retrained
+    since, a profile file edited or other seeds make the record stale: ``--resume``
+    measures it again)."""
     if not path.exists():
         return False
-    kept = json.loads(path.read_text())["certificate"]["prices"]
+    cert = json.loads(path.read_text())["certificate"]
+    if any(cert.get(key) != value for key, value in seeds.items()):
+        return False
+    kept = cert["prices"]
     return kept.keys() == prices.keys() and all(
         np.array_equal(np.asarray(kept[a], dtype=float), np.asarray(prices[a], dtype=float))
         for a in prices
@@ -181,8 +198,14 @@ def plateau(records: dict[str, dict[str, Any]], base: str = "converged") -> str:
     return ", ".join(parts) or NOTHING
 
 
-def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: list[str]) -> str:
+def report(
+    scenario: str,
+    rows: dict[str, dict[str, dict[str, Any]]],
+    searches: list[str],
+    seeds: dict[str, list[int]],
+) -> str:
     """The markdown table of every profile and search, and the plateau verdicts."""
+    held_out = not set(seeds["seeds"]) & set(seeds["search_seeds"])
     head = "| profile | " + " | ".join(searches) + " | plateau |"
     lines = [
         f"# Search plateau on `{scenario}`",
@@ -191,6 +214,8 @@ def report(scenario: str, rows: dict[str, dict[str, dict[str, Any]]], searches: 
         "raw simulations and minutes. Plateau: the default search's figure, twice its "
         "effort's and 0.4.0's default's, against the searches of more effort and the "
         f"independent methods (holds: within {PLATEAU_POINTS:.1%} point or {PLATEAU_SHARE:.0%}).",
+        f"Gains on seeds {seeds['seeds']}; each candidate scored on the mean of seeds "
+        f"{seeds['search_seeds']}{' (held out: no gain is measured on them)' if held_out else ''}.",
         "",
         head,
         "|---" * (len(searches) + 2) + "|",
@@ -250,11 +275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows[name] = {}
             for search in searches:
                 path = folder / f"{search}.json"
-                keep = (args.resume or args.report_only) and is_record_of(path, prices)
+                keep = (args.resume or args.report_only) and is_record_of(
+                    path, prices, seed_plan(args)
+                )
                 if args.report_only and not keep:
                     continue
                 if not keep:
-                    record = measure(pool, prices, search, args.seeds, args.search_seeds, folder)
+                    record = measure(pool, prices, search, args, folder)
                     record.update(
                         profile=spec,
                         scenario=args.scenario,
@@ -271,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     )
                 rows[name][search] = json.loads(path.read_text())
     record_command(out, sys.argv[1:] if argv is None else argv)
-    text = report(args.scenario, rows, searches)
+    text = report(args.scenario, rows, searches, seed_plan(args))
     (out / "report.md").write_text(text)
     print(text)
     return 0

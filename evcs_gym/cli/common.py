@@ -193,7 +193,8 @@ def format_result(nd: NetworkData, res: EvalResult, seconds: float) -> str:
 
 
 def add_seed_arguments(p: argparse.ArgumentParser) -> None:
-    """``--seed``, ``--seeds`` and ``--search-seeds`` of the commands that verify prices."""
+    """``--seed``, ``--seeds``, ``--search-seeds`` and ``--held-out`` of the commands that
+    verify prices."""
     p.add_argument("--seed", type=int, default=0, help="search seed")
     p.add_argument(
         "--seeds",
@@ -202,6 +203,11 @@ def add_seed_arguments(p: argparse.ArgumentParser) -> None:
         help="verify gains on seeds seed..seed+N-1, with standard errors (None: seed alone)",
     )
     p.add_argument("--search-seeds", type=int, default=1, help="seeds the searches average over")
+    p.add_argument(
+        "--held-out",
+        action="store_true",
+        help="search on seeds after --seeds, so that every gain is measured out of sample",
+    )
 
 
 SEARCH_NAMES = (

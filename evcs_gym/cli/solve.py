@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             seeds=args.seeds,
             search_seeds=args.search_seeds,
+            held_out=args.held_out,
             objective=args.objective,
             verbose=not args.json,
         )

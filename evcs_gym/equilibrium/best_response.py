@@ -90,6 +90,8 @@ class BestResponseDynamics:
             (each candidate then costs that many simulations). The game is noisy — on
             ``tiny`` a station's revenue moves ±15 % from seed to seed — and single-seed
             best responses chase that noise.
+        held_out: the searches score on seeds after ``seeds`` and every certificate's
+            gains are out of sample (``exploitability``'s ``held_out``).
         objective: ``"own"`` (default): best responses, whose fixed point is a Nash
             equilibrium. ``"total"``: each station's step maximises the stations' total
             reward instead (coordinate ascent on the joint reward), whose fixed point is
@@ -121,6 +123,7 @@ class BestResponseDynamics:
         seed: int = 0,
         seeds: int | Sequence[int] | None = None,
         search_seeds: int = 1,
+        held_out: bool = False,
         objective: Objective = "own",
         verbose: bool = False,
     ) -> None:
@@ -143,6 +146,7 @@ class BestResponseDynamics:
         self.seed = seed
         self.seeds = seeds
         self.search_seeds = search_seeds
+        self.held_out = held_out
         self.objective = check_objective(objective)
         self.verbose = verbose
 
@@ -171,6 +175,7 @@ class BestResponseDynamics:
                 seed=self.seed,
                 seeds=self.seeds,
                 search_seeds=self.search_seeds,
+                held_out=self.held_out,
                 search=self.search,
                 starts=last_best,
                 objective=self.objective,

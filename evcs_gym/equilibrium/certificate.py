@@ -242,7 +242,8 @@ class ExploitabilityResult:
         lines = [
             f"{nc} = {rel} of total revenue {self.total_reward:.1f} "
             f"({self.evaluations} evaluations; {self.n_seeds} seed{'s' * multi} [{seeds}])",
-            f"  search on {_describe_seeds(self.meta.get('search_seeds', [self.seed]))}: "
+            f"  search on {_describe_seeds(self.meta.get('search_seeds', [self.seed]))}"
+            f"{' (held out)' if self.meta.get('held_out') else ''}: "
             + _describe_search(self.meta, list(self.deviations.values())),
         ]
         for a, d in self.deviations.items():

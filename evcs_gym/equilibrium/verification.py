@@ -47,6 +47,7 @@ def verify_prices(
     search: SearchSpec | str = "converged",
     seed: int = 0,
     search_seeds: int = 1,
+    held_out: bool = False,
     workers: int = 1,
     title: str = "learned pure prices",
     out: Callable[[str], Any] = print,
@@ -65,6 +66,7 @@ def verify_prices(
         search_seeds: the search scores each candidate on the mean of the first this many
             of ``seeds`` (:func:`exploitability`'s ``search_seeds``; ``evcs-gym train``
             uses 1).
+        held_out: search on seeds after ``seeds`` (:func:`exploitability`'s ``held_out``).
         workers: ``> 1`` verifies in a :class:`~evcs_gym.ParallelEvaluatorPool` of that
             many processes (``data`` must then be ``NetworkData``).
         title: heading of the price lines.
@@ -89,7 +91,13 @@ def verify_prices(
         evaluator = contextlib.nullcontext(data)
     with evaluator as backend:
         cert = exploitability(
-            backend, dict(prices), seed, seeds=seeds, search_seeds=search_seeds, search=spec
+            backend,
+            dict(prices),
+            seed,
+            seeds=seeds,
+            search_seeds=search_seeds,
+            held_out=held_out,
+            search=spec,
         )
     out(cert.summary())
     out(
@@ -102,7 +110,8 @@ def verify_prices(
 def add_verification_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the verification flags every library example takes to ``parser``:
     ``--verify-search`` (converged), ``--verify-budget`` (None: the search's),
-    ``--verify-seeds`` (4), ``--verify-search-seeds`` (1) and ``--workers`` (2);
+    ``--verify-seeds`` (4), ``--verify-search-seeds`` (1), ``--verify-held-out`` and
+    ``--workers`` (2);
     :func:`verify_from_args` reads them (and ``--seed``).
 
     Example:
@@ -132,6 +141,11 @@ def add_verification_arguments(parser: argparse.ArgumentParser) -> None:
         default=1,
         help="seeds each candidate of the deviation search is scored on (their mean)",
     )
+    add(
+        "--verify-held-out",
+        action="store_true",
+        help="search on seeds after --verify-seeds: every gain measured out of sample",
+    )
     add("--workers", type=int, default=2, help="evaluator processes to verify")
 
 
@@ -148,6 +162,7 @@ def verify_from_args(
         seeds=args.verify_seeds,
         seed=args.seed,
         search_seeds=args.verify_search_seeds,
+        held_out=args.verify_held_out,
         workers=args.workers,
         title=title,
     )
