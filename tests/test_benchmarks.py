@@ -341,6 +341,25 @@ def test_search_plateau_judges_a_search_against_the_stronger_ones(load_script):
     assert study.plateau({"converged": records["converged"]}) == "nothing to compare"
 
 
+def test_search_plateau_gives_the_nash_conv_out_of_sample(load_script):
+    """The seeds the search scored on are left out: the winner's curse is on them."""
+    study = load_script("benchmarks/studies", "search_plateau")
+    cert = {
+        "seeds": [0, 1, 2, 3],
+        "search_seeds": [0],
+        "rewards": {"A": 100.0, "B": 100.0},
+        "deviations": {  # A gains 10 on seed 0 only; B loses out of sample (clipped)
+            "A": {"current_rewards": [100.0] * 4, "best_rewards": [110.0, 102.0, 104.0, 103.0]},
+            "B": {"current_rewards": [100.0] * 4, "best_rewards": [120.0, 99.0, 98.0, 97.0]},
+        },
+    }
+    nash_conv, se, seeds = study.out_of_sample(cert)
+    assert seeds == [1, 2, 3] and nash_conv == pytest.approx(3 / 200)
+    assert se == pytest.approx(math.sqrt(1 / 3 + 1 / 3) / 200)
+    assert study.out_of_sample({**cert, "search_seeds": [7]}) is None  # held out already
+    assert study.out_of_sample({**cert, "search_seeds": [0, 1, 2]}) is None  # one seed left
+
+
 def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp_path):
     study = load_script("benchmarks/studies", "tune_recipe")
     argv = ["--scenario", "tiny_market", "--budget", "8", "--seeds", "100", "--verify-seeds", "2"]
