@@ -146,7 +146,9 @@ def command_of(unit: str) -> str:
     if unit.endswith("/"):
         run = json.loads((RESULTS / unit / "run.json").read_text())
         commands = run.get("commands") or [run.get("command", "")]
-        return " ; ".join(str(c) for c in commands)
+        return " ; ".join(  # a study's run.json lists {"command", "date"} records
+            str(c["command"]) if isinstance(c, dict) else str(c) for c in commands
+        )
     path = RESULTS / unit.replace(".{txt,json}", ".txt")
     if path.suffix == ".json" and path.with_suffix(".txt").is_file():
         path = path.with_suffix(".txt")
