@@ -10,6 +10,10 @@ it at several efforts, on the same profiles and seeds:
   search down to 1/96 of the range until a whole pass finds no gain above the noise;
 * ``converged``: the default since -- two rounds of pattern search, the second from the
   first's answer down to 1/192 of the range, each pass polling two random directions too;
+* ``converged+round``, ``converged+restarts``: the default continued along its own path
+  -- a third round down to 1/384, or two pattern searches from uniform-random prices --
+  so that on the searched seed they can only find more (does the default stop where its
+  own search would go on gaining?);
 * ``converged-x2``: twice its effort -- three rounds, the last down to 1/384, four random
   directions a poll (does the default's figure hold against its own doubling?);
 * ``converged-x4``: four times its effort -- four rounds down to 1/768, eight random
@@ -68,6 +72,8 @@ SEARCHES = (
     "budget96",
     "converged-0.4",
     "converged",
+    "converged+round",
+    "converged+restarts",
     "converged-x2",
     "converged-x4",
     "restarts",

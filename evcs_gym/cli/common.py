@@ -212,6 +212,8 @@ def add_seed_arguments(p: argparse.ArgumentParser) -> None:
 
 SEARCH_NAMES = (
     "converged",
+    "converged+round",
+    "converged+restarts",
     "converged-x2",
     "converged-x4",
     "converged-0.4",
@@ -243,8 +245,10 @@ def add_search_arguments(p: argparse.ArgumentParser, prefix: str = "") -> None:
         default="converged",
         help="the deviation search: 'converged' (global candidates, then two rounds of "
         "pattern search down to --resolution until a whole pass finds no gain above the "
-        "noise: the certificate), 'converged-x2' and 'converged-x4' (twice and four times "
-        "its effort), 'converged-0.4' (evcs-gym 0.4.0's default: one round to 1/96), "
+        "noise: the certificate), 'converged+round' and 'converged+restarts' (it, then a "
+        "third round or two random restarts), 'converged-x2' and 'converged-x4' (twice and "
+        "four times its effort on paths of their own), 'converged-0.4' (evcs-gym 0.4.0's "
+        "default: one round to 1/96), "
         "'restarts' (4 random restarts on 0.4.0's default), or evcs-gym 0.3.0's fixed "
         "budgets 'budget' (64), 'budget32', 'budget96'",
     )

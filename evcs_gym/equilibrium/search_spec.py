@@ -204,6 +204,8 @@ _DEFAULT_0_4 = SearchSpec(resolution=1 / 96, rounds=1, random_directions=0)
 
 SEARCHES: dict[str, SearchSpec] = {
     "converged": SearchSpec(),
+    "converged+round": SearchSpec(resolution=1 / 384, rounds=3),
+    "converged+restarts": SearchSpec(restarts=2),
     "converged-x2": SearchSpec(resolution=1 / 384, rounds=3, random_directions=4, budget=1200),
     "converged-x4": SearchSpec(resolution=1 / 768, rounds=4, random_directions=8, budget=2400),
     "converged-0.4": _DEFAULT_0_4,
@@ -212,11 +214,14 @@ SEARCHES: dict[str, SearchSpec] = {
     "budget32": SearchSpec(method="budget", budget=32, period_moves=2),
     "budget96": SearchSpec(method="budget", budget=96, period_moves=2),
 }
-"""Named searches: the default, twice and four times its effort (and cap: 1,200 and 2,400
-candidates a station; at 600, four times the effort hit the cap unconverged on the Sioux
-Falls market), evcs-gym 0.4.0's default, four random restarts on it (an independent
-check), and the fixed budgets of evcs-gym 0.3.0 (64 candidates, and the 32 and 96 its
-tables and checks used)."""
+"""Named searches: the default; the default continued (``+round``: the same path, then a
+third round to 1/384 of the range; ``+restarts``: the same path, then two pattern searches
+from uniform-random prices), whose answers can only gain on the searched seeds; twice and
+four times its effort on paths of their own (more random directions a poll, more rounds,
+and a cap of 1,200 and 2,400 candidates a station: at 600, four times the effort hit the
+cap unconverged on the Sioux Falls market), evcs-gym 0.4.0's default, four random
+restarts on it (an independent check), and the fixed budgets of evcs-gym 0.3.0 (64
+candidates, and the 32 and 96 its tables and checks used)."""
 
 
 def resolve_search(search: SearchSpec | str = "converged", **overrides: Any) -> SearchSpec:
