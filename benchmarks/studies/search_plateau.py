@@ -232,6 +232,21 @@ def plateau(records: dict[str, dict[str, Any]], base: str = "converged") -> str:
     return ", ".join(parts) or NOTHING
 
 
+def cell(record: dict[str, Any]) -> str:
+    """One record in the table: NashConv ± SE, out of sample where it has that figure, and
+    its cost."""
+    se = record["relative_nash_conv_se"]
+    se_txt = "" if se is None or math.isnan(se) else f" ± {se:.2%}"
+    mark = "" if record["converged"] in (None, True) else " (capped)"
+    outside = out_of_sample(record["certificate"])
+    held = "" if outside is None else f"<br>out of sample {outside[0]:.2%} ± {outside[1]:.2%}"
+    return (
+        f"{record['relative_nash_conv']:.2%}{se_txt}{mark}{held}<br>"
+        f"{record['evaluations']} ev, {record['raw_simulations']} raw, "
+        f"{record['seconds'] / 60:.1f} min"
+    )
+
+
 def report(
     scenario: str,
     rows: dict[str, dict[str, dict[str, Any]]],
@@ -257,25 +272,7 @@ def report(
         "|---" * (len(searches) + 2) + "|",
     ]
     for profile, records in rows.items():
-        cells = []
-        for s in searches:
-            r = records.get(s)
-            if r is None:
-                cells.append("")
-                continue
-            se = r["relative_nash_conv_se"]
-            se_txt = "" if se is None or math.isnan(se) else f" ± {se:.2%}"
-            mark = "" if r["converged"] in (None, True) else " (capped)"
-            outside = out_of_sample(r["certificate"])
-            held = (
-                ""
-                if outside is None
-                else (f"<br>out of sample {outside[0]:.2%} ± {outside[1]:.2%}")
-            )
-            cells.append(
-                f"{r['relative_nash_conv']:.2%}{se_txt}{mark}{held}<br>{r['evaluations']} ev, "
-                f"{r['raw_simulations']} raw, {r['seconds'] / 60:.1f} min"
-            )
+        cells = [cell(records[s]) if s in records else "" for s in searches]
         verdicts = [plateau(records)]
         for base, label in (("converged-x2", "x2"), ("converged-0.4", "0.4.0")):
             if base in records and (verdict := plateau(records, base)) != NOTHING:
