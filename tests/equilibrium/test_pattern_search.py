@@ -1,7 +1,8 @@
 """The converged search's local half (evcs_gym.equilibrium.pattern_search) and its station
 search (evcs_gym.equilibrium.station_search), driven by objectives computed by hand: it
-reaches a known optimum within its resolution, says when its cap stopped it, and does not
-chase noise that the search seeds show."""
+reaches a known optimum within its resolution, says when its cap stopped it, does not
+chase noise that the search seeds show, and the continued presets replay the default's
+path before they go on."""
 
 from __future__ import annotations
 
@@ -210,3 +211,31 @@ def test_unknown_presets_and_settings_are_named():
         resolve_search("exact")
     with pytest.raises(ValueError, match=r"unknown search setting\(s\) \['steps'\]"):
         resolve_search("converged", steps=3)
+
+
+@pytest.mark.parametrize("name", ["converged+round", "converged+restarts"])
+def test_the_continued_presets_replay_the_defaults_path_then_only_add(name):
+    """``converged+round`` and ``converged+restarts`` ask the default's candidates first,
+    in its order (the same random directions), so they never end below its answer."""
+
+    def sawtooth(x: np.ndarray) -> float:  # teeth on a concave envelope, as the market's
+        return concave(x) - float(np.sum(np.mod(7 * x, 0.35)))
+
+    def run(search: str) -> tuple[Any, list[list[float]]]:
+        asked: list[list[float]] = []
+
+        def score(x: np.ndarray) -> Score:
+            asked.append(x.tolist())
+            return exact(sawtooth)(x)
+
+        spec = resolve_search(search)
+        out = drive(
+            station_search(np.full(4, 0.5), 0.0, 1.0, spec, rng=np.random.default_rng(3)), score
+        )
+        return out, asked
+
+    default, default_asked = run("converged")
+    more, more_asked = run(name)
+    assert more_asked[: len(default_asked)] == default_asked
+    assert len(more_asked) > len(default_asked)
+    assert more.score.value >= default.score.value
