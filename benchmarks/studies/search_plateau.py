@@ -64,7 +64,7 @@ import numpy as np
 import evcs_gym
 from evcs_gym.cli.common import parse_settings, read_price_file
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
-from evcs_gym.equilibrium.exploitability import exploitability
+from evcs_gym.equilibrium.exploitability import exploitability, search_seed_list
 from evcs_gym.scenarios import load_references
 
 SEARCHES = (
@@ -173,8 +173,10 @@ def measure(
 def seed_plan(args: argparse.Namespace) -> dict[str, list[int]]:
     """The seeds of the gains and of the search that ``args`` ask for."""
     seeds = list(range(args.seeds))
-    first = args.seeds if args.held_out else 0
-    return {"seeds": seeds, "search_seeds": list(range(first, first + args.search_seeds))}
+    return {
+        "seeds": seeds,
+        "search_seeds": list(search_seed_list(seeds, args.search_seeds, args.held_out)),
+    }
 
 
 def is_record_of(path: Path, prices: dict[str, Any], seeds: dict[str, list[int]]) -> bool:
