@@ -230,6 +230,8 @@ class VerificationPlan:
     """The search's preset name (:data:`evcs_gym.equilibrium.search_spec.SEARCHES`)."""
     resolution: float | None = None
     """The converged search's last step as a share of the range (None: its default)."""
+    held_out: bool = True
+    """Whether the search scores on seeds after :attr:`seeds` (every gain out of sample)."""
 
     @property
     def enabled(self) -> bool:
@@ -254,6 +256,7 @@ def verification_plan(
     search_seeds: int = 1,
     search: str = "converged",
     resolution: float | None = None,
+    held_out: bool = True,
 ) -> VerificationPlan:
     """The final verification of ``evcs-gym train`` (its ``--verify-*`` options).
 
@@ -266,6 +269,7 @@ def verification_plan(
         search_seeds: seeds each candidate is scored on, capped at ``seeds``.
         search: the search's preset name (default ``"converged"``).
         resolution: the converged search's last step as a share of the range.
+        held_out: search on seeds after ``seeds`` (default), not on the first of them.
 
     Returns:
         The :class:`VerificationPlan`.
@@ -285,4 +289,5 @@ def verification_plan(
         search_seeds=min(search_seeds, seeds),
         search=search,
         resolution=resolution,
+        held_out=held_out,
     )

@@ -339,16 +339,18 @@ def test_every_cell_is_verified_alike():
     from evcs_gym.equilibrium import verify_prices
 
     # the same search for every library: the converged search, each candidate on one
-    # seed, as `evcs-gym train` (our runner) does; the verification's seeds start at the
-    # cell's
+    # seed after the gains' seeds, as `evcs-gym train` (our runner) does; the
+    # verification's seeds start at the cell's
     for scenario in ("tiny", "siouxfalls", "tiny_market", "siouxfalls_market"):
         verify = verify_options(scenario, smoke=False)
         assert verify["search"] == "converged" and verify["search_seeds"] == 1
+        assert verify["held_out"] is True
     lows = {"A": [0.5] * 4, "B": [0.5] * 4}
     cert = verify_prices(
         load_scenario("tiny"), lows, budget=4, seeds=2, seed=3, search_seeds=2, out=print
     )
-    assert cert.seeds == (3, 4) and "search on the mean of seeds [3, 4]" in cert.summary()
+    assert cert.seeds == (3, 4)
+    assert "search on the mean of seeds [5, 6] (held out)" in cert.summary()
 
 
 def test_reverify_replaces_the_score_and_keeps_the_old_one(tmp_path, real_cells):

@@ -3,7 +3,7 @@
 Every EVCS cell record keeps the learned pure prices it was verified on. When the
 verification changes (the converged search replaced the fixed budgets of evcs-gym
 0.3.0), :func:`reverify_cells` verifies those prices again with
-:func:`marl.runners.common.verify_options`, on the cell's seed as the search seed, and
+:func:`marl.runners.common.verify_options`, from the cell's seed, and
 rewrites the record's score (NashConv, its standard error, gains, total revenue, Δ and
 the search that found them). The old figures move to the record's ``superseded`` list
 with the search that produced them, so a table can say what changed.
@@ -56,6 +56,7 @@ def _current_search(scenario: str, smoke: bool = False) -> dict[str, Any]:
         "search": resolve_search(verify["search"], budget=verify.get("budget")).to_dict(),
         "seeds": verify["seeds"],
         "search_seeds": verify["search_seeds"],
+        "held_out": verify["held_out"],
     }
 
 
@@ -104,6 +105,7 @@ def reverify_record(
         seeds=verify["seeds"],
         seed=int(record["seed"]),
         search_seeds=verify["search_seeds"],
+        held_out=verify["held_out"],
         workers=workers,
         title=f"re-verifying {record['task']} {record['library']}-{record['algorithm']} "
         f"seed {record['seed']}",

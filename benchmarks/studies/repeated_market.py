@@ -319,7 +319,7 @@ def score(
 ) -> dict[str, Any]:
     """NashConv and Δ of ``prices`` as a one-step profile, verified as the grid verifies
     the cells of training seed ``seed`` (:func:`marl.runners.common.verify_options`: the
-    search on the first seeds from ``seed``, every gain re-evaluated on the seeds
+    search on the seeds after them, every gain re-evaluated on the seeds
     ``seed, seed + 1, ...``); Δ on the same seeds. ``smoke``: the CI smoke run's capped
     search instead."""
     verify = verify_options(nd.name, smoke=smoke)
@@ -330,6 +330,7 @@ def score(
             prices,
             seeds=seeds,
             search_seeds=verify["search_seeds"],
+            held_out=verify["held_out"],
             search=verify["search"],
             budget=verify.get("budget"),
         )

@@ -205,8 +205,10 @@ def add_seed_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--search-seeds", type=int, default=1, help="seeds the searches average over")
     p.add_argument(
         "--held-out",
-        action="store_true",
-        help="search on seeds after --seeds, so that every gain is measured out of sample",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="search on seeds after --seeds, so that every gain is measured out of sample "
+        "(--no-held-out: on --seed, the first of them)",
     )
 
 

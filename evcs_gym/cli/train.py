@@ -131,6 +131,13 @@ def add_parser(
         "search maximises their mean revenue; at most --verify-seeds)",
     )
     p.add_argument(
+        "--verify-held-out",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the search scores on seeds after the --verify-seeds ones, so that every "
+        "gain is measured out of sample (--no-verify-held-out: on the first of them)",
+    )
+    p.add_argument(
         "--train-payoffs",
         choices=["scenario", "fast"],
         default="scenario",
@@ -206,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
             search_seeds=args.verify_search_seeds,
             search=args.verify_search,
             resolution=args.verify_resolution,
+            held_out=args.verify_held_out,
         )
 
         def verifier(prices: dict[str, np.ndarray]) -> dict[str, Any]:
@@ -220,6 +228,7 @@ def run(args: argparse.Namespace) -> int:
                     seed=args.seed,
                     seeds=plan.seeds,
                     search_seeds=plan.search_seeds,
+                    held_out=plan.held_out,
                     search=plan.spec(),
                 )
             )
@@ -263,8 +272,9 @@ def run(args: argparse.Namespace) -> int:
         if plan.enabled:
             print(
                 f"verifying in the simulator ({plan.spec().describe()}; each candidate "
-                f"scored on the mean of {plan.search_seeds} seed(s), the gains on "
-                f"{plan.seeds}; where it stopped is printed below)..."
+                f"scored on the mean of {plan.search_seeds} seed(s) "
+                f"{'after' if plan.held_out else 'among'} the {plan.seeds} seeds of the "
+                "gains; where it stopped is printed below)..."
             )
             cert = trainer.verify(pure)
             assert cert is not None  # the trainer has the verifier

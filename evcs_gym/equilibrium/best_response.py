@@ -123,7 +123,7 @@ class BestResponseDynamics:
         seed: int = 0,
         seeds: int | Sequence[int] | None = None,
         search_seeds: int = 1,
-        held_out: bool = False,
+        held_out: bool = True,
         objective: Objective = "own",
         verbose: bool = False,
     ) -> None:

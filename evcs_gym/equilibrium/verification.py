@@ -47,7 +47,7 @@ def verify_prices(
     search: SearchSpec | str = "converged",
     seed: int = 0,
     search_seeds: int = 1,
-    held_out: bool = False,
+    held_out: bool = True,
     workers: int = 1,
     title: str = "learned pure prices",
     out: Callable[[str], Any] = print,
@@ -143,8 +143,10 @@ def add_verification_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--verify-held-out",
-        action="store_true",
-        help="search on seeds after --verify-seeds: every gain measured out of sample",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="search on seeds after --verify-seeds, so that every gain is measured out of "
+        "sample (default; --no-verify-held-out: on the first of them)",
     )
     add("--workers", type=int, default=2, help="evaluator processes to verify")
 

@@ -60,7 +60,8 @@ def test_train_prints_prices_revenues_verification_and_writes_a_run_folder(tmp_p
 def test_train_verifies_with_the_converged_search_by_default(tmp_path, capsys):
     """Without ``--verify-*`` search options the verification is the converged search: the
     global candidates (every period alone at each bound, the uniform levels), then a
-    pattern search to its resolution, on one search seed; it says where it stopped."""
+    pattern search to its resolution, on one search seed after the gains' seeds (held
+    out); it says where it stopped."""
     out = tmp_path / "run"
     argv = ["train", "--scenario", "tiny", "--budget", "8", "--workers", "1", "--rounds", "0"]
     argv += ["--verify-grid", "3", "--verify-seeds", "2", "--quiet", "--out", str(out)]
@@ -68,14 +69,16 @@ def test_train_verifies_with_the_converged_search_by_default(tmp_path, capsys):
     text = capsys.readouterr().out
     cert = json.loads((out / "summary.json").read_text())["verified_exploitability"]
     assert cert["search_method"] == "converged" and cert["converged"] is True
-    assert cert["budget_per_station"] == 600 and cert["search_seeds"] == [0]
+    assert cert["budget_per_station"] == 600 and cert["search_seeds"] == [2]
     assert cert["search"] == verification_plan(4, grid=3, seeds=2).spec().to_dict()
     assert cert["grid"] == 3 and cert["period_moves"] == 0
     for dev in cert["deviations"].values():
         search = dev["search"]
         assert search["converged"] and search["passes"] >= 4  # a poll per step size at least
         assert search["global_candidates"] >= 1 + 4 + 3  # the current, the floor moves, levels
-    assert "search on seed 0: bounds, 3 levels" in text and "converged for 2 of 2" in text
+    assert cert["held_out"] is True and "after the 2 seeds of the gains" in text
+    assert "search on seed 2 (held out): bounds, 3 levels" in text
+    assert "converged for 2 of 2" in text
 
 
 @pytest.mark.timeout(300)

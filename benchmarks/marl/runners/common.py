@@ -30,15 +30,16 @@ __all__ = [
 REPO = Path(__file__).resolve().parents[3]
 
 VERIFY: dict[str, dict[str, Any]] = {
-    "tiny": {"search": "converged", "seeds": 4, "search_seeds": 1},
-    "siouxfalls": {"search": "converged", "seeds": 4, "search_seeds": 1},
-    "tiny_market": {"search": "converged", "seeds": 4, "search_seeds": 1},
-    "siouxfalls_market": {"search": "converged", "seeds": 4, "search_seeds": 1},
+    "tiny": {"search": "converged", "seeds": 4, "search_seeds": 1, "held_out": True},
+    "siouxfalls": {"search": "converged", "seeds": 4, "search_seeds": 1, "held_out": True},
+    "tiny_market": {"search": "converged", "seeds": 4, "search_seeds": 1, "held_out": True},
+    "siouxfalls_market": {"search": "converged", "seeds": 4, "search_seeds": 1, "held_out": True},
 }
 """The deviation search of every EVCS cell, by scenario: the converged search (global
 candidates, then two rounds of pattern search to 1/192 of the range until a whole pass
-finds no gain above the paired noise), each candidate scored on the first
-``search_seeds`` seeds, and the seeds each gain is re-evaluated on. The same for every
+finds no gain above the paired noise), each candidate scored on ``search_seeds`` seeds
+after the gains' ones (``held_out``: every gain out of sample), and
+the seeds each gain is re-evaluated on. The same for every
 algorithm and library, and the same as ``evcs-gym train``'s and ``exploit``'s defaults;
 ``budget`` (absent: the search's cap) may be set. Until evcs-gym 0.3.0 the cells used
 fixed budgets of 16 to 32 candidates, which under-reported the market games' NashConv
@@ -96,7 +97,7 @@ def verify_options(scenario: str, smoke: bool) -> dict[str, Any]:
     """The verification's search and seeds for ``scenario`` (CI smoke: the converged
     search capped at 4 candidates, 2 seeds)."""
     if smoke:
-        return {"search": "converged", "budget": 4, "seeds": 2, "search_seeds": 1}
+        return {"search": "converged", "budget": 4, "seeds": 2, "search_seeds": 1, "held_out": True}
     return dict(VERIFY.get(scenario, VERIFY["tiny"]))
 
 
@@ -109,6 +110,7 @@ def verify_argv(verify: dict[str, Any]) -> list[str]:
     return argv + [
         "--verify-seeds", str(verify["seeds"]),
         "--verify-search-seeds", str(verify["search_seeds"]),
+        "--verify-held-out" if verify["held_out"] else "--no-verify-held-out",
     ]  # fmt: skip
 
 

@@ -93,6 +93,7 @@ def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) ->
         seeds=verify["seeds"],
         seed=seed,
         search_seeds=verify["search_seeds"],
+        held_out=verify["held_out"],
         workers=2,
         title=f"reference row {algorithm!r}",
     )
