@@ -90,8 +90,8 @@ class BestResponseDynamics:
             (each candidate then costs that many simulations). The game is noisy — on
             ``tiny`` a station's revenue moves ±15 % from seed to seed — and single-seed
             best responses chase that noise.
-        held_out: the searches score on seeds after ``seeds`` and every certificate's
-            gains are out of sample (``exploitability``'s ``held_out``).
+        held_out: ``True`` (default): the searches score on seeds after ``seeds`` and
+            every certificate's gains are out of sample (``exploitability``'s).
         objective: ``"own"`` (default): best responses, whose fixed point is a Nash
             equilibrium. ``"total"``: each station's step maximises the stations' total
             reward instead (coordinate ascent on the joint reward), whose fixed point is
