@@ -172,6 +172,7 @@ def test_the_solver_reproduces_the_references(market, references, which):
     start = json.loads((INPUTS / options.pop("start")).read_text())
     options.setdefault("max_rounds", 20)
     options.setdefault("search", "converged-0.4")  # the references' search (evcs-gym 0.4.0)
+    options.setdefault("held_out", False)  # and its certificates, in sample
     solver = BestResponseDynamics(market, seeds=SEEDS, **options)
     res = solver.solve(start)
     assert res.converged, res
