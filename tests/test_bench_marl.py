@@ -369,3 +369,22 @@ def test_reverify_replaces_the_score_and_keeps_the_old_one(tmp_path, real_cells)
     assert record["prices"] == tiny["prices"] and record["relative_nash_conv"] != 0.123
     assert record["verification"]["search"]["method"] == "converged"
     assert reverify_cells(tmp_path, smoke=True) == []  # nothing left to do
+
+
+def test_a_table_names_its_verification_and_flags_a_mix():
+    """A task's table says which search verified its cells, and flags a table whose
+    cells were verified by different searches (one being re-verified)."""
+    search = {"method": "converged", "rounds": 2, "resolution": 1 / 192}
+    cell = {
+        "task": "tiny", "env": "evcs", "library": "ours", "algorithm": "maddpg", "seed": 0,
+        "env_steps": 600, "wall_s": 60.0, "relative_nash_conv": 0.02, "total_revenue": 1.0,
+        "search": search, "verification": {"held_out": True},
+    }  # fmt: skip
+    old = {**cell, "seed": 1, "search": {"method": "budget", "budget": 32}, "verification": {}}
+    one = report.markdown_tables(report.summarize([cell]), {})
+    assert "verified with the search: converged, 2 rounds to 1/192, held out" in one
+    assert "mixed" not in one
+    both = report.markdown_tables(report.summarize([cell, old]), {})
+    assert "**mixed verification**" in both
+    mix = "converged, 2 rounds to 1/192, held out (1 cells); budget 32, in sample (1 cells)"
+    assert mix in both

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ __all__ = [
     "plot_curves",
     "plot_tasks",
     "summarize",
+    "verification_label",
     "wall_in_raw_simulations",
     "write_csv",
 ]
@@ -98,6 +99,32 @@ def mean_interval(scores: Sequence[float], seed: int = 0) -> tuple[float, float]
     return float(ci.low), float(ci.high)
 
 
+def verification_label(cell: Mapping[str, Any]) -> str:
+    """How an EVCS cell's NashConv was verified: the search, and whether it scored on
+    seeds held out from the gains' seeds (cells verified before that was recorded were
+    in sample).
+
+    Example:
+        >>> search = {"method": "converged", "rounds": 2, "resolution": 1 / 192}
+        >>> verification_label({"search": search, "verification": {"held_out": True}})
+        'converged, 2 rounds to 1/192, held out'
+        >>> verification_label({"search": {"method": "budget", "budget": 32}})
+        'budget 32, in sample'
+        >>> verification_label({})
+        'not recorded (before evcs-gym 0.4.0), in sample'
+    """
+    search = cell.get("search") or {}
+    method = search.get("method")
+    if method == "converged" and search.get("resolution"):
+        what = f"converged, {search.get('rounds', 1)} rounds to 1/{1 / search['resolution']:.0f}"
+    elif method == "budget":
+        what = f"budget {search.get('budget')}"
+    else:
+        what = "not recorded (before evcs-gym 0.4.0)" if method is None else str(method)
+    held = (cell.get("verification") or {}).get("held_out")
+    return f"{what}, {'held out' if held else 'in sample'}"
+
+
 def grid_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The cells at the grid's budget: all but the curve points (``"curve": true``,
     ``bench_marl.py --curve``), which only the curve plot and marl-eval's steps use."""
@@ -154,6 +181,7 @@ def summarize(cells: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[
             row["verify_evaluations"] = float(
                 np.mean([c.get("verify_evaluations", math.nan) for c in group])
             )
+            row["verifications"] = dict(Counter(verification_label(c) for c in group))
             ses = [c.get("relative_nash_conv_se") for c in group]
             ses = [s for s in ses if s is not None]
             row["mean_se"] = float(np.mean(ses)) if ses else math.nan
@@ -260,6 +288,18 @@ def _wall(row: Mapping[str, Any]) -> str:
     return _minutes(row["wall_s"]) + ("" if math.isnan(raw) else f" ({raw:,.0f} raw sims)")
 
 
+def _verification_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The line under a task's table: the search its cells were verified with, and how
+    many cells each search verified where they differ (a table being re-verified)."""
+    counts: Counter[str] = Counter()
+    for r in rows:
+        counts.update(r.get("verifications", {}))
+    if len(counts) <= 1:
+        return "".join(f"\nverified with the search: {label}" for label in counts)
+    mixed = "; ".join(f"{label} ({n} cells)" for label, n in counts.most_common())
+    return f"\n**mixed verification** (a row's mean mixes them where its cells do): {mixed}"
+
+
 def markdown_tables(
     summary: Mapping[tuple[str, str], Mapping[str, Any]],
     budgets: Mapping[str, str],
@@ -297,6 +337,7 @@ def markdown_tables(
             evals = f"{r['env_steps']:.0f}" + ("" if math.isnan(verify) else f" + {verify:.0f}")
             delta = f" {_fmt_delta(r)} |" if market else ""
             lines.append(f"| {r['algorithm']} | {_fmt(r)} | {se} |{delta} {evals} | {_wall(r)} |")
+        lines.append(_verification_note(task_rows))
         lines.append("")
     rows = [r for r in summary.values() if r["env"] != "evcs"]
     if rows:
