@@ -42,6 +42,8 @@ from evcs_gym.cli.common import (
 
 if TYPE_CHECKING:
     from evcs_gym.baselines.game_recipes import GameRecipe
+    from evcs_gym.equilibrium.exploitability import ExploitabilityResult
+    from evcs_gym.network import NetworkData
 
 __all__ = ["DEFAULTS", "add_parser", "resolve_recipe", "run"]
 
@@ -165,11 +167,7 @@ def add_parser(
 def run(args: argparse.Namespace) -> int:
     """Train, print the final prices and the verification, write the run folder; 0."""
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
-    from evcs_gym.baselines.recipe import learner_config, make_learner, verification_plan
-    from evcs_gym.equilibrium.collusion import collusion_index
-    from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
-    from evcs_gym.network.settings import FAST_STOP_SETTINGS, STOP_SETTINGS
-    from evcs_gym.scenarios.references import load_references
+    from evcs_gym.baselines.recipe import learner_config, make_learner
     from evcs_gym.wrappers import make_vector_env
 
     t_start = time.perf_counter()
@@ -179,17 +177,9 @@ def run(args: argparse.Namespace) -> int:
     recipe, fields = resolve_recipe(args, nd.name)
     print(describe_recipe(recipe, args.algo, nd.settings_hash))
     out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
-    train_nd = nd
-    if args.train_payoffs == "fast":
-        train_nd = nd.with_stop_settings(**FAST_STOP_SETTINGS)
-        fast = ", ".join(f"{k}={v}" for k, v in FAST_STOP_SETTINGS.items())
-        print(
-            f"training payoffs: fast ({fast}; settings {train_nd.settings_hash}); "
-            "the verification measures the gains on the scenario's own"
-        )
+    train_nd = training_payoffs(nd, args.train_payoffs)
     rounds = args.rounds or None  # 0: the one-step stage game
     venv = make_vector_env(args.num_envs, scenario=train_nd, rounds=rounds, n_workers=args.workers)
-    game = None  # the scenario's own payoffs, opened to verify when training is on others
     with contextlib.ExitStack() as stack:
         stack.callback(venv.close)
         algo_cls = ALGORITHMS[args.algo]
@@ -202,99 +192,30 @@ def run(args: argparse.Namespace) -> int:
             actor_lr=fields.pop("actor_lr", None),
             overrides=fields,
         )
-        algo = make_learner(algo_cls, venv, config)
-
-        certificates: list[ExploitabilityResult] = []  # the verifier's, for their summary
-        plan = verification_plan(
-            nd.n_periods,  # a station's action: its price in every period
-            budget=args.verify_budget,
-            grid=args.verify_grid,
-            seeds=args.verify_seeds,
-            search_seeds=args.verify_search_seeds,
-            search=args.verify_search,
-            resolution=args.verify_resolution,
-            held_out=args.verify_held_out,
-        )
-
-        def verifier(prices: dict[str, np.ndarray]) -> dict[str, Any]:
-            nonlocal game
-            if train_nd is not nd and game is None:
-                game = stack.enter_context(evaluation_backend(nd, args.workers))
-            certificates.append(
-                exploitability(
-                    venv.pool if game is None else game,
-                    prices,
-                    search_pool=None if game is None else venv.pool,
-                    seed=args.seed,
-                    seeds=plan.seeds,
-                    search_seeds=plan.search_seeds,
-                    held_out=plan.held_out,
-                    search=plan.spec(),
-                )
-            )
-            return certificates[-1].to_dict()
-
+        verifier = Verifier(args, nd, venv.pool, train_nd is not nd, stack)
         trainer = GameTrainer(
             venv,
-            algo,
+            make_learner(algo_cls, venv, config),
             TrainerConfig(
                 budget=args.budget,
                 check_every=args.check_every,
                 seed=args.seed,
                 progress=not args.quiet,
             ),
-            verifier=verifier if plan.enabled else None,
+            verifier=verifier if verifier.plan.enabled else None,
         )
         summary = trainer.train().to_dict()
         t_verify = time.perf_counter()
         final = trainer.evaluate_pure(1)
         pure = {a: np.asarray(v, dtype=float) for a, v in final.last_pure_actions.items()}
-        summary["final_pure_prices"] = {a: v.tolist() for a, v in pure.items()}
-        summary["final_revenue"] = final.mean_reward
-        summary["scenario"] = nd.name
-        summary["recipe"] = None if recipe is None else {"source": recipe.source, **asdict(recipe)}
-        summary["train_flags"] = {"algo": args.algo, "budget": args.budget, "rounds": args.rounds}
-        summary["learner_config"] = asdict(config)
-        summary["game"] = game_info(nd)
-        summary["training_payoffs"] = {
-            "kind": args.train_payoffs,
-            "stop_settings": {k: getattr(train_nd.settings, k) for k in STOP_SETTINGS},
-            "settings_hash": train_nd.settings_hash,
-        }
-        rollout = "evaluation rollout" + (", training payoffs" if train_nd is not nd else "")
-        print(f"\nfinal pure prices and revenue ({rollout}):")
-        for a in nd.agent_names:
-            print(
-                f"  {a:>6}: "
-                + " ".join(f"{v:.3f}" for v in pure[a])
-                + f"   revenue {final.mean_reward[a]:.1f}"
-            )
-        if plan.enabled:
-            print(
-                f"verifying in the simulator ({plan.spec().describe()}; each candidate "
-                f"scored on the mean of {plan.search_seeds} seed(s) "
-                f"{'after' if plan.held_out else 'among'} the {plan.seeds} seeds of the "
-                "gains; where it stopped is printed below)..."
-            )
-            cert = trainer.verify(pure)
-            assert cert is not None  # the trainer has the verifier
-            summary["verified_exploitability"] = cert
-            print(certificates[-1].summary())
-            print(
-                f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
-                f"max relative gain {cert['max_relative_gain']:.2%}"
-            )
-            references = load_references(nd)
-            summary["collusion_index"] = None  # where the game ships no references
-            if references is not None:
-                index = collusion_index(
-                    venv.pool if game is None else game,
-                    pure,
-                    references,
-                    seeds=list(certificates[-1].seeds),
-                )
-                summary["collusion_index"] = index.to_dict()
-                print(index.summary())
+        summary.update(
+            final_pure_prices={a: v.tolist() for a, v in pure.items()},
+            final_revenue=final.mean_reward,
+            **run_metadata(args, nd, train_nd, recipe, config),
+        )
+        print_final_prices(nd, pure, final.mean_reward, train_nd is not nd)
+        if verifier.plan.enabled:
+            summary.update(verify_final_prices(trainer, verifier, pure))
         timing = time_split(
             load_seconds,
             summary["train_seconds"],
@@ -310,6 +231,150 @@ def run(args: argparse.Namespace) -> int:
         plots = ", ".join(p.name for p in paths.values() if p.suffix == ".png")
         print(f"run folder: {out} (plots: {plots})")
     return 0
+
+
+def training_payoffs(nd: NetworkData, kind: str) -> NetworkData:
+    """The game the learner trains on: ``nd`` itself (``"scenario"``), or ``nd`` with the
+    fast stop settings (``"fast"``), which it says."""
+    from evcs_gym.network.settings import FAST_STOP_SETTINGS
+
+    if kind != "fast":
+        return nd
+    fast_nd = nd.with_stop_settings(**FAST_STOP_SETTINGS)
+    fast = ", ".join(f"{k}={v}" for k, v in FAST_STOP_SETTINGS.items())
+    print(
+        f"training payoffs: fast ({fast}; settings {fast_nd.settings_hash}); "
+        "the verification measures the gains on the scenario's own"
+    )
+    return fast_nd
+
+
+class Verifier:
+    """``train``'s verification of a profile: :func:`exploitability` with the
+    ``--verify-*`` flags' plan, on the scenario's own payoffs (opened on first use when
+    the learner trains on others, the search then scored on the training pool), keeping
+    every certificate."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        nd: NetworkData,
+        training_pool: Any,
+        other_payoffs: bool,
+        stack: contextlib.ExitStack,
+    ) -> None:
+        from evcs_gym.baselines.recipe import verification_plan
+
+        self.plan = verification_plan(
+            nd.n_periods,  # a station's action: its price in every period
+            budget=args.verify_budget,
+            grid=args.verify_grid,
+            seeds=args.verify_seeds,
+            search_seeds=args.verify_search_seeds,
+            search=args.verify_search,
+            resolution=args.verify_resolution,
+            held_out=args.verify_held_out,
+        )
+        self.nd, self.seed, self.workers = nd, args.seed, args.workers
+        self.training_pool, self.other_payoffs, self._stack = training_pool, other_payoffs, stack
+        self._game: Any = None
+        self.certificates: list[ExploitabilityResult] = []
+
+    @property
+    def game(self) -> Any:
+        """The backend of the scenario's own payoffs."""
+        if not self.other_payoffs:
+            return self.training_pool
+        if self._game is None:
+            self._game = self._stack.enter_context(evaluation_backend(self.nd, self.workers))
+        return self._game
+
+    def __call__(self, prices: dict[str, np.ndarray]) -> dict[str, Any]:
+        from evcs_gym.equilibrium.exploitability import exploitability
+
+        self.certificates.append(
+            exploitability(
+                self.game,
+                prices,
+                search_pool=self.training_pool if self.other_payoffs else None,
+                seed=self.seed,
+                seeds=self.plan.seeds,
+                search_seeds=self.plan.search_seeds,
+                held_out=self.plan.held_out,
+                search=self.plan.spec(),
+            )
+        )
+        return self.certificates[-1].to_dict()
+
+
+def run_metadata(
+    args: argparse.Namespace,
+    nd: NetworkData,
+    train_nd: NetworkData,
+    recipe: GameRecipe | None,
+    config: Any,
+) -> dict[str, Any]:
+    """What ``summary.json`` records of the run besides its results: the scenario, the
+    recipe, the flags, the learner's config, the game and the training payoffs."""
+    from evcs_gym.network.settings import STOP_SETTINGS
+
+    return {
+        "scenario": nd.name,
+        "recipe": None if recipe is None else {"source": recipe.source, **asdict(recipe)},
+        "train_flags": {"algo": args.algo, "budget": args.budget, "rounds": args.rounds},
+        "learner_config": asdict(config),
+        "game": game_info(nd),
+        "training_payoffs": {
+            "kind": args.train_payoffs,
+            "stop_settings": {k: getattr(train_nd.settings, k) for k in STOP_SETTINGS},
+            "settings_hash": train_nd.settings_hash,
+        },
+    }
+
+
+def print_final_prices(
+    nd: NetworkData, pure: dict[str, np.ndarray], revenue: dict[str, float], other: bool
+) -> None:
+    """Print the final pure prices and each station's revenue in the evaluation rollout
+    (``other``: on the training payoffs, not the scenario's)."""
+    rollout = "evaluation rollout" + (", training payoffs" if other else "")
+    print(f"\nfinal pure prices and revenue ({rollout}):")
+    for a in nd.agent_names:
+        print(
+            f"  {a:>6}: " + " ".join(f"{v:.3f}" for v in pure[a]) + f"   revenue {revenue[a]:.1f}"
+        )
+
+
+def verify_final_prices(
+    trainer: Any, verifier: Verifier, pure: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """Verify the final pure prices, print the certificate and the collusion index Δ
+    (where the game ships references); the summary's fields for them."""
+    from evcs_gym.equilibrium.collusion import collusion_index
+    from evcs_gym.scenarios.references import load_references
+
+    plan = verifier.plan
+    print(
+        f"verifying in the simulator ({plan.spec().describe()}; each candidate "
+        f"scored on the mean of {plan.search_seeds} seed(s) "
+        f"{'after' if plan.held_out else 'among'} the {plan.seeds} seeds of the "
+        "gains; where it stopped is printed below)..."
+    )
+    cert = trainer.verify(pure)
+    assert cert is not None  # the trainer has the verifier
+    print(verifier.certificates[-1].summary())
+    print(
+        f"verified NashConv: {cert['relative_nash_conv']:.2%} of total revenue, "
+        f"max relative gain {cert['max_relative_gain']:.2%}"
+    )
+    fields: dict[str, Any] = {"verified_exploitability": cert, "collusion_index": None}
+    references = load_references(verifier.nd)
+    if references is not None:
+        seeds = list(verifier.certificates[-1].seeds)
+        index = collusion_index(verifier.game, pure, references, seeds=seeds)
+        fields["collusion_index"] = index.to_dict()
+        print(index.summary())
+    return fields
 
 
 def resolve_recipe(args: argparse.Namespace, game: str) -> tuple[GameRecipe | None, dict[str, Any]]:
