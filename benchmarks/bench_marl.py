@@ -154,7 +154,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="verify the EVCS cells already in OUT/cells again with today's deviation search "
         "(their stored prices; no training), keeping the old figures in each record's "
-        "`superseded`, then rebuild the report; resumes where it stopped",
+        "`superseded`, then rebuild the report; resumes where it stopped; with "
+        "--algorithms, only theirs, in that order",
     )
     p.add_argument("--run-cell", nargs=5, metavar=("TASK", "LIB", "ALGO", "SEED", "BUDGET"),
                    help=argparse.SUPPRESS)  # fmt: skip
@@ -474,7 +475,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.reverify:
         from marl.reverify import reverify_cells
 
-        reverify_cells(out / "cells", args.tasks, smoke=args.smoke)
+        reverify_cells(out / "cells", args.tasks, algorithms=args.algorithms, smoke=args.smoke)
         args.report_only = True  # the cells ran where run.json says; only the report is new
     if not args.report_only:
         for sub in ("cells", "logs"):

@@ -354,8 +354,9 @@ def test_every_cell_is_verified_alike():
 
 
 def test_reverify_replaces_the_score_and_keeps_the_old_one(tmp_path, real_cells):
-    """``--reverify`` verifies a cell's stored prices again with today's search, keeps
-    the old figures in ``superseded`` and resumes: a record already re-verified is kept."""
+    """``--reverify`` verifies a cell's stored prices again with today's search (with
+    ``--algorithms``, only those), keeps the old figures in ``superseded`` and resumes: a
+    record already re-verified is kept."""
     from marl.reverify import reverify_cells
 
     tiny = dict(real_cells[1])
@@ -363,7 +364,8 @@ def test_reverify_replaces_the_score_and_keeps_the_old_one(tmp_path, real_cells)
     tiny["relative_nash_conv"] = 0.123  # as if an older search had found this
     path = tmp_path / "tiny__ours-iddpg__seed1.json"
     path.write_text(json.dumps(tiny))
-    assert reverify_cells(tmp_path, smoke=True) == [path]
+    assert reverify_cells(tmp_path, algorithms=["maddpg", "benchmarl-mappo"], smoke=True) == []
+    assert reverify_cells(tmp_path, algorithms=["mappo", "ours-iddpg"], smoke=True) == [path]
     record = json.loads(path.read_text())
     assert record["superseded"][-1]["relative_nash_conv"] == 0.123
     assert record["prices"] == tiny["prices"] and record["relative_nash_conv"] != 0.123

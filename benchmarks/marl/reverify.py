@@ -130,6 +130,7 @@ def reverify_cells(
     cells: Path,
     tasks: Sequence[str] | None = None,
     *,
+    algorithms: Sequence[str] | None = None,
     workers: int = 2,
     smoke: bool = False,
     on_done: Callable[[Path], Any] | None = None,
@@ -139,6 +140,9 @@ def reverify_cells(
     Args:
         cells: the grid's ``cells/`` folder.
         tasks: only records of these tasks.
+        algorithms: only records of these algorithms, in this order (``maddpg`` for every
+            library's, ``benchmarl-mappo`` for one library's): a long re-verification
+            can take the cells a table most needs first.
         workers: evaluator processes.
         smoke: the CI-sized search (:func:`verify_options`).
         on_done: called with each rewritten record's path (e.g. to commit it).
@@ -151,8 +155,10 @@ def reverify_cells(
     todo = []
     for path in paths:
         record = json.loads(path.read_text())
-        if (tasks is None or record.get("task") in tasks) and needs_reverify(record, smoke):
+        wanted = tasks is None or record.get("task") in tasks
+        if wanted and _rank(record, algorithms) is not None and needs_reverify(record, smoke):
             todo.append(path)
+    todo.sort(key=lambda path: _rank(json.loads(path.read_text()), algorithms) or 0)
     print(f"re-verifying {len(todo)} of {len(paths)} cell records", flush=True)
     for k, path in enumerate(todo, 1):
         t0 = time.perf_counter()
@@ -168,3 +174,12 @@ def reverify_cells(
         if on_done is not None:
             on_done(path)
     return done
+
+
+def _rank(record: dict[str, Any], algorithms: Sequence[str] | None) -> int | None:
+    """The place of ``record``'s algorithm in ``algorithms`` (None: not there; 0 for
+    every record without ``algorithms``)."""
+    if algorithms is None:
+        return 0
+    names = {record.get("algorithm"), f"{record.get('library')}-{record.get('algorithm')}"}
+    return next((k for k, name in enumerate(algorithms) if name in names), None)
