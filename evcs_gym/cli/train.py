@@ -275,8 +275,12 @@ class Verifier:
             resolution=args.verify_resolution,
             held_out=args.verify_held_out,
         )
-        self.nd, self.seed, self.workers = nd, args.seed, args.workers
-        self.training_pool, self.other_payoffs, self._stack = training_pool, other_payoffs, stack
+        self.nd = nd
+        self.seed = args.seed
+        self.workers = args.workers
+        self.training_pool = training_pool
+        self.other_payoffs = other_payoffs
+        self._stack = stack
         self._game: Any = None
         self.certificates: list[ExploitabilityResult] = []
 
@@ -290,6 +294,7 @@ class Verifier:
         return self._game
 
     def __call__(self, prices: dict[str, np.ndarray]) -> dict[str, Any]:
+        """Verify ``prices``; the certificate as a dict (kept in :attr:`certificates`)."""
         from evcs_gym.equilibrium.exploitability import exploitability
 
         self.certificates.append(
