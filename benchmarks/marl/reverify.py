@@ -152,13 +152,14 @@ def reverify_cells(
     """
     done = []
     paths = sorted(cells.glob("*.json"))
-    todo = []
+    ranked = []
     for path in paths:
         record = json.loads(path.read_text())
+        rank = _rank(record, algorithms)
         wanted = tasks is None or record.get("task") in tasks
-        if wanted and _rank(record, algorithms) is not None and needs_reverify(record, smoke):
-            todo.append(path)
-    todo.sort(key=lambda path: _rank(json.loads(path.read_text()), algorithms) or 0)
+        if wanted and rank is not None and needs_reverify(record, smoke):
+            ranked.append((rank, path))
+    todo = [path for _, path in sorted(ranked)]
     print(f"re-verifying {len(todo)} of {len(paths)} cell records", flush=True)
     for k, path in enumerate(todo, 1):
         t0 = time.perf_counter()

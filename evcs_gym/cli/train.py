@@ -42,6 +42,7 @@ from evcs_gym.cli.common import (
 
 if TYPE_CHECKING:
     from evcs_gym.baselines.game_recipes import GameRecipe
+    from evcs_gym.baselines.recipe import VerificationPlan
     from evcs_gym.equilibrium.exploitability import ExploitabilityResult
     from evcs_gym.network import NetworkData
 
@@ -93,6 +94,29 @@ def add_parser(
         default=10,
         help="training iterations between checkpoints of the pure strategy (critic NashConv)",
     )
+    add_learner_arguments(p)
+    add_verify_arguments(p)
+    p.add_argument(
+        "--train-payoffs",
+        choices=["scenario", "fast"],
+        default="scenario",
+        help="the training evaluations' payoff: the scenario's own, or fast "
+        "(FAST_STOP_SETTINGS: the same UE loops cut after 10 iterations once the "
+        "revenues are known to 5 %%; about half the iterations on Sioux Falls; the "
+        "verification's search is then scored on them too). The verified gains are "
+        "always the scenario's payoffs",
+    )
+    p.add_argument("--seed", type=int, default=0, help="training and verification seed")
+    p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_settings_argument(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def add_learner_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that set the learner's settings over the game's recipe: ``--noise``,
+    ``--noise-decay``, ``--actor-lr``, ``--recipe`` and ``--hyperparams``."""
     p.add_argument(
         "--noise",
         type=float,
@@ -118,6 +142,18 @@ def add_parser(
         "evcs_gym/baselines/recipes/<game>.toml, if it has one), 'none' (the package's "
         "defaults) or a recipe file's path; flags win over it",
     )
+    p.add_argument(
+        "--hyperparams",
+        action="append",
+        metavar="KEY=VALUE",
+        help="set a field of the learner's config (repeatable; VALUE read as JSON), e.g. "
+        "updates_per_learn=8; applied last, over the game's recipe",
+    )
+
+
+def add_verify_arguments(p: argparse.ArgumentParser) -> None:
+    """The ``--verify-*`` flags of the final verification (:func:`verify_plan_from_args`
+    reads them)."""
     add_search_arguments(p, prefix="verify-")  # --verify-budget 0 skips the verification
     p.add_argument(
         "--verify-seeds",
@@ -139,29 +175,23 @@ def add_parser(
         help="the search scores on seeds after the --verify-seeds ones, so that every "
         "gain is measured out of sample (--no-verify-held-out: on the first of them)",
     )
-    p.add_argument(
-        "--train-payoffs",
-        choices=["scenario", "fast"],
-        default="scenario",
-        help="the training evaluations' payoff: the scenario's own, or fast "
-        "(FAST_STOP_SETTINGS: the same UE loops cut after 10 iterations once the "
-        "revenues are known to 5 %%; about half the iterations on Sioux Falls; the "
-        "verification's search is then scored on them too). The verified gains are "
-        "always the scenario's payoffs",
+
+
+def verify_plan_from_args(args: argparse.Namespace, n_periods: int) -> VerificationPlan:
+    """The verification the ``--verify-*`` flags ask for, of a game of ``n_periods``
+    periods (a station's action: its price in every period)."""
+    from evcs_gym.baselines.recipe import verification_plan
+
+    return verification_plan(
+        n_periods,
+        budget=args.verify_budget,
+        grid=args.verify_grid,
+        seeds=args.verify_seeds,
+        search_seeds=args.verify_search_seeds,
+        search=args.verify_search,
+        resolution=args.verify_resolution,
+        held_out=args.verify_held_out,
     )
-    p.add_argument(
-        "--hyperparams",
-        action="append",
-        metavar="KEY=VALUE",
-        help="set a field of the learner's config (repeatable; VALUE read as JSON), e.g. "
-        "updates_per_learn=8; applied last, over the game's recipe",
-    )
-    p.add_argument("--seed", type=int, default=0, help="training and verification seed")
-    p.add_argument("--out", help="run folder (None: runs/<scenario>-<algo>-seed<seed>)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_settings_argument(p)
-    p.set_defaults(func=run)
-    return p
 
 
 def run(args: argparse.Namespace) -> int:
@@ -263,18 +293,7 @@ class Verifier:
         other_payoffs: bool,
         stack: contextlib.ExitStack,
     ) -> None:
-        from evcs_gym.baselines.recipe import verification_plan
-
-        self.plan = verification_plan(
-            nd.n_periods,  # a station's action: its price in every period
-            budget=args.verify_budget,
-            grid=args.verify_grid,
-            seeds=args.verify_seeds,
-            search_seeds=args.verify_search_seeds,
-            search=args.verify_search,
-            resolution=args.verify_resolution,
-            held_out=args.verify_held_out,
-        )
+        self.plan = verify_plan_from_args(args, nd.n_periods)
         self.nd = nd
         self.seed = args.seed
         self.workers = args.workers

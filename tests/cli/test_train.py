@@ -15,7 +15,7 @@ from evcs_gym.baselines.recipe import (
 )
 from evcs_gym.baselines.registry import ALGORITHM_NAMES
 from evcs_gym.cli import main
-from evcs_gym.cli.train import DEFAULTS
+from evcs_gym.cli.train import DEFAULTS, verify_plan_from_args
 from evcs_gym.network.settings import FAST_STOP_SETTINGS
 from tests.cli.helpers import commands, options
 
@@ -135,16 +135,7 @@ def test_algo_choices_are_the_registrys_names():
 def test_the_train_commands_defaults_are_the_recipes():
     """``--verify-*`` defaults of the command and of :func:`verification_plan` agree."""
     args = commands()["evcs-gym"].parse_args(["train"])
-    plan = verification_plan(
-        4,
-        budget=args.verify_budget,
-        grid=args.verify_grid,
-        seeds=args.verify_seeds,
-        search_seeds=args.verify_search_seeds,
-        search=args.verify_search,
-        resolution=args.verify_resolution,
-    )
-    assert plan == verification_plan(4)
+    assert verify_plan_from_args(args, 4) == verification_plan(4)
 
 
 # ------------------------------------------------------------------ --recipe: tuned defaults
