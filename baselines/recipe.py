@@ -274,11 +274,20 @@ def verification_plan(
     Returns:
         The :class:`VerificationPlan`.
 
+    Raises:
+        ValueError: ``seeds`` or ``search_seeds`` below 1 (``budget=0`` skips the
+            verification instead), raised before any training.
+
     Example:
         >>> plan = verification_plan(8, search_seeds=8, search="budget")
         >>> plan.budget, plan.search_seeds
         (25, 4)
     """
+    for name, value in (("seeds", seeds), ("search_seeds", search_seeds)):
+        if value < 1:
+            raise ValueError(
+                f"`{name}` must be >= 1 (budget=0 skips the verification), got {value!r}"
+            )
     grid = 7 if grid is None else grid
     if budget is None and search == "budget":
         budget = default_verify_budget(action_dim, grid)

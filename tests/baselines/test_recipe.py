@@ -78,3 +78,10 @@ def test_verification_plan_defaults_to_the_converged_search_and_caps_the_search_
     assert old.budget == 2 + 16 + 3 and old.spec().method == "budget"
     assert verification_plan(9, budget=6).budget == 6
     assert not verification_plan(9, budget=0).enabled
+
+
+@pytest.mark.parametrize("field", ["seeds", "search_seeds"])
+def test_verification_plan_refuses_no_seeds_before_training_starts(field):
+    # `evcs-gym train --verify-seeds 0` used to fail only after the whole training run
+    with pytest.raises(ValueError, match=f"`{field}` must be >= 1.*got 0"):
+        verification_plan(4, **{field: 0})
