@@ -25,6 +25,7 @@ from torch import nn
 
 __all__ = [
     "Actor",
+    "AdditiveCritic",
     "Batch",
     "Critic",
     "GaussianNoise",
@@ -441,6 +442,44 @@ class Critic(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(x).squeeze(-1)
+
+
+class AdditiveCritic(nn.Module):
+    """Q-network that is a sum over action dimensions: ``Q(x) = sum_d q(c, a_d, e_d)``.
+
+    The flat critic input is ``[c, a_1, .., a_k]``: a context ``c`` of ``context_dim``
+    values (observations) and ``k`` action blocks of ``action_dim`` values each (the agents'
+    actions, or an agent's action and the others' mean). Term ``d`` sees the context, the
+    ``d``-th value of every block and a one-hot of ``d``; one MLP ``q`` serves every ``d``.
+    In the pricing game a dimension is a period: each term sees the stations' prices of
+    one period, so every row of the buffer is ``action_dim`` samples of the same small
+    function, and a station's price in one period moves only its own term (the game's
+    periods interact only through the drivers' schedules, which the sum leaves out).
+
+    >>> critic = AdditiveCritic(context_dim=3, blocks=2, action_dim=4, hidden_sizes=(8,))
+    >>> critic(torch.zeros(5, 3 + 2 * 4)).shape
+    torch.Size([5])
+    """
+
+    def __init__(
+        self,
+        context_dim: int,
+        blocks: int,
+        action_dim: int,
+        hidden_sizes: Sequence[int] = (64, 64),
+    ) -> None:
+        super().__init__()
+        self.context_dim, self.blocks, self.action_dim = context_dim, blocks, action_dim
+        self.net = mlp(context_dim + blocks + action_dim, 1, hidden_sizes)
+        self.register_buffer("onehot", torch.eye(action_dim), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        batch = x.shape[0]
+        context = x[:, : self.context_dim].unsqueeze(1).expand(-1, self.action_dim, -1)
+        actions = x[:, self.context_dim :].reshape(batch, self.blocks, self.action_dim)
+        onehot = self.onehot.unsqueeze(0).expand(batch, -1, -1)
+        terms = self.net(torch.cat([context, actions.transpose(1, 2), onehot], dim=-1))
+        return terms.squeeze(-1).sum(dim=-1)
 
 
 @contextlib.contextmanager

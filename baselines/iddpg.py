@@ -57,6 +57,9 @@ class IDDPG(MADDPG):
     def _critic_input_dim(self, agent: str) -> int:
         return self.obs_dims[agent] + self.act_dims[agent]
 
+    def _critic_context_dim(self, agent: str) -> int:
+        return self.obs_dims[agent]
+
     def _critic_input(
         self, agent: str, obs_n: dict[str, torch.Tensor], act_n: dict[str, torch.Tensor]
     ) -> torch.Tensor:

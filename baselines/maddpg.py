@@ -36,6 +36,7 @@ from torch import nn
 from evcs_gym.baselines.algorithm import CriticFn
 from evcs_gym.baselines.common import (
     Actor,
+    AdditiveCritic,
     Batch,
     Critic,
     GaussianNoise,
@@ -62,6 +63,13 @@ class MADDPGConfig:
     """Hidden layer widths of every actor MLP."""
     critic_hidden_sizes: tuple[int, ...] = (64, 64)
     """Hidden layer widths of every critic MLP."""
+    critic_structure: str = "joint"
+    """``"joint"``: one MLP of the whole critic input. ``"additive"``: a sum over action
+    dimensions (:class:`~evcs_gym.baselines.common.AdditiveCritic`; every agent's action
+    of the same length), each term seeing the observations and the ``d``-th value of every
+    action the critic sees. The market games' recipes set it: on the Sioux Falls market a
+    joint critic of 4 stations x 8 periods, fitted to 200 evaluations, points the actors to
+    the price bounds (the price war, ``docs/research/price-war.md``)."""
     actor_lr: float = 1e-3
     """Adam learning rate of the actors."""
     critic_lr: float = 3e-3
@@ -130,6 +138,7 @@ class MADDPGConfig:
             "reward_scale": self.reward_scale > 0 and math.isfinite(self.reward_scale),
             "actor_reg": self.actor_reg >= 0,
             "max_grad_norm": self.max_grad_norm is None or self.max_grad_norm > 0,
+            "critic_structure": self.critic_structure in ("joint", "additive"),
         }
         for name, ok in checks.items():
             if not ok:
@@ -199,10 +208,7 @@ class MADDPG:
                 ).to(self.device)
                 for a in self.agents
             }
-            self.critics = {
-                a: Critic(self._critic_input_dim(a), cfg.critic_hidden_sizes).to(self.device)
-                for a in self.agents
-            }
+            self.critics = {a: self._make_critic(a).to(self.device) for a in self.agents}
         self.target_actors = {a: _frozen_copy(m) for a, m in self.actors.items()}
         self.target_critics = {a: _frozen_copy(m) for a, m in self.critics.items()}
         self.actor_optims = {
@@ -244,6 +250,25 @@ class MADDPG:
     ) -> torch.Tensor:
         """Critic input from normalised observations and actions (agent -> (B, dim))."""
         return torch.cat([obs_n[a] for a in self.agents] + [act_n[a] for a in self.agents], -1)
+
+    def _critic_context_dim(self, agent: str) -> int:
+        """Width of the observations at the head of agent's critic input."""
+        return sum(self.obs_dims.values())
+
+    def _make_critic(self, agent: str) -> nn.Module:
+        """Agent's critic network, as :attr:`MADDPGConfig.critic_structure` asks."""
+        cfg = self.config
+        width = self._critic_input_dim(agent)
+        if cfg.critic_structure == "joint":
+            return Critic(width, cfg.critic_hidden_sizes)
+        context, dim = self._critic_context_dim(agent), self.act_dims[agent]
+        blocks, rest = divmod(width - context, dim)
+        if rest or any(d != dim for d in self.act_dims.values()):
+            raise ValueError(
+                f"critic_structure='additive' needs every agent's action of one length, got "
+                f"{self.act_dims}"
+            )
+        return AdditiveCritic(context, blocks, dim, cfg.critic_hidden_sizes)
 
     # ------------------------------------------------------------------ acting
     def _norm_obs(self, agent: str, x: torch.Tensor) -> torch.Tensor:

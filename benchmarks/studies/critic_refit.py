@@ -15,7 +15,9 @@ In training, ``updates_per_learn=2`` updates per two evaluations give the critic
 updates by the end of a 128-row warm-up: the first column of the table.
 
 Output in ``--out``: ``rows.json`` (the profiles and their revenues, the simulator's lines;
-reused with ``--resume``), ``critic_refit.json`` and ``critic_refit.md``.
+reused with ``--resume``, so that every learner is fitted to the same rows),
+``critic_refit.json`` and ``critic_refit.md`` (``critic_refit_<algo>_<structure>.*`` for
+a learner other than MADDPG or ``--critic-structure additive``).
 
 Run: ``python benchmarks/studies/critic_refit.py --out
 benchmarks/results/price_war_tiny_market`` (about 25 minutes on 2 cores).
@@ -49,6 +51,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rows", nargs="+", type=int, default=[64, 128, 256])
     p.add_argument("--steps", nargs="+", type=int, default=[64, 512, 2048])
     p.add_argument("--fit-seeds", type=int, default=3, help="network seeds per cell")
+    p.add_argument(
+        "--critic-structure",
+        default="joint",
+        choices=["joint", "additive"],
+        help="the learner's critic_structure (MADDPGConfig)",
+    )
     p.add_argument("--points", type=int, default=9, help="prices along each line")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("runs/critic_refit"))
@@ -81,13 +89,18 @@ def collect_rows(args: argparse.Namespace, nd: Any) -> dict[str, Any]:
     }
 
 
-def fitted_lines(data: dict[str, Any], algo_name: str, rows: int, steps: int, seed: int):
+def fitted_lines(
+    data: dict[str, Any], algo_name: str, rows: int, steps: int, seed: int, structure: str
+):
     """A fresh learner's critic lines through N after ``steps`` updates on ``rows`` rows."""
     env = evcs_gym.parallel_env(scenario=data["scenario"])
     obs, _ = env.reset(seed=0)
     agents = list(env.possible_agents)
     cls = ALGORITHMS[algo_name]
-    algo = make_learner(cls, env, learner_config(cls.config_cls, 600, seed=seed))
+    config = learner_config(
+        cls.config_cls, 600, seed=seed, overrides={"critic_structure": structure}
+    )
+    algo = make_learner(cls, env, config)
     one = {a: obs[a][None].astype(np.float32) for a in agents}
     done = {a: np.array([True]) for a in agents}
     for profile, reward in zip(data["rows"][:rows], data["rewards"][:rows], strict=True):
@@ -127,7 +140,7 @@ def report(data: dict[str, Any], cells: list[dict[str, Any]]) -> str:
     step = data["prices"][1] - data["prices"][0]
     lines = [
         f"# The warm-up critic: rows against gradient steps ({data['scenario']}, "
-        f"{data['settings_hash']})",
+        f"{data['settings_hash']}; {cells[0]['algo']}, {cells[0]['critic_structure']} critic)",
         "",
         f"Lines through N, {len(data['prices'])} prices ({step:.2f} apart); the "
         f"simulator's maximum is at a bound on {at_bound:.0%} of them. Means over the "
@@ -160,15 +173,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = []
     for rows in args.rows:
         for steps in args.steps:
-            fits = [fitted_lines(data, args.algo, rows, steps, s) for s in range(args.fit_seeds)]
+            fits = [
+                fitted_lines(data, args.algo, rows, steps, s, args.critic_structure)
+                for s in range(args.fit_seeds)
+            ]
             figures = [line_figures(fit, data["simulator"], prices) for fit in fits]
             cell = {"rows": rows, "steps": steps, "algo": args.algo}
+            cell["critic_structure"] = args.critic_structure
             cell.update({k: float(np.mean([f[k] for f in figures])) for k in figures[0]})
             cells.append(cell)
             print(cell, flush=True)
-    (args.out / "critic_refit.json").write_text(json.dumps(cells, indent=1) + "\n")
+    name = "_".join(
+        ["critic_refit"]
+        + ([args.algo] if args.algo != "maddpg" else [])
+        + ([args.critic_structure] if args.critic_structure != "joint" else [])
+    )
+    (args.out / f"{name}.json").write_text(json.dumps(cells, indent=1) + "\n")
     text = report(data, cells)
-    (args.out / "critic_refit.md").write_text(text)
+    (args.out / f"{name}.md").write_text(text)
     print(text)
     return 0
 

@@ -419,3 +419,25 @@ def test_actors_climb_their_critics_in_a_stage_game(cls):
     final = distance()
     assert all(final[a] < initial[a] for a in agents), (initial, final)
     assert sum(final.values()) < 0.5 * sum(initial.values()), (initial, final)
+
+
+@pytest.mark.parametrize("cls", ALGOS)
+def test_an_additive_critic_learns_and_round_trips_through_a_checkpoint(cls, env_obs, tmp_path):
+    algo = make_algo(cls, critic_structure="additive")
+    rollout(algo, 40)
+    assert type(algo.critics["agent_0"]).__name__ == "AdditiveCritic"
+    path = tmp_path / "ckpt.pt"
+    algo.save(path)
+    rebuilt = cls.from_checkpoint(path, *_spaces())
+    assert rebuilt.config.critic_structure == "additive"
+    for p, q in zip(rebuilt.critics["agent_1"].parameters(), algo.critics["agent_1"].parameters()):
+        assert torch.equal(p, q)
+
+
+def test_an_additive_critic_needs_actions_of_one_length():
+    obs = {"a": Box(-1, 1, (3,)), "b": Box(-1, 1, (3,))}
+    act = {"a": Box(0, 1, (2,)), "b": Box(0, 1, (3,))}
+    with pytest.raises(ValueError, match="critic_structure='additive'.*'a': 2, 'b': 3"):
+        MADDPG(obs, act, MADDPGConfig(critic_structure="additive"))
+    with pytest.raises(ValueError, match="invalid critic_structure='sum'"):
+        MADDPGConfig(critic_structure="sum")

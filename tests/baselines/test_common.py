@@ -12,6 +12,7 @@ import torch
 
 from evcs_gym.baselines.common import (
     Actor,
+    AdditiveCritic,
     GaussianNoise,
     ReplayBuffer,
     mlp,
@@ -243,3 +244,20 @@ def test_docstring_examples(module):
     mod = importlib.import_module(f"evcs_gym.baselines.{module}")
     result = doctest.testmod(mod, optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
+
+
+def test_additive_critic_is_a_sum_of_one_term_per_action_dimension():
+    critic = AdditiveCritic(context_dim=2, blocks=3, action_dim=4, hidden_sizes=(16,))
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(5, 2 + 3 * 4, generator=gen)
+    # dimension 1 of block 2 moves, with dimension 3 of every block at two other values
+    moved = x.clone()
+    moved[:, 2 + 2 * 4 + 1] += 0.5
+    other = x.clone()
+    other[:, [2 + 3, 2 + 4 + 3, 2 + 8 + 3]] = torch.rand(5, 3, generator=gen)
+    other_moved = other.clone()
+    other_moved[:, 2 + 2 * 4 + 1] += 0.5
+    with torch.no_grad():
+        diff, diff_elsewhere = critic(moved) - critic(x), critic(other_moved) - critic(other)
+    assert critic(x).shape == (5,) and diff.abs().min() > 0
+    torch.testing.assert_close(diff, diff_elsewhere)  # term 1 does not see dimension 3
