@@ -461,6 +461,8 @@ class AdditiveCritic(nn.Module):
     torch.Size([5])
     """
 
+    onehot: torch.Tensor
+
     def __init__(
         self,
         context_dim: int,
