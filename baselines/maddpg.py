@@ -67,9 +67,9 @@ class MADDPGConfig:
     """``"joint"``: one MLP of the whole critic input. ``"additive"``: a sum over action
     dimensions (:class:`~evcs_gym.baselines.common.AdditiveCritic`; every agent's action
     of the same length), each term seeing the observations and the ``d``-th value of every
-    action the critic sees. The market games' recipes set it: on the Sioux Falls market a
-    joint critic of 4 stations x 8 periods, fitted to 200 evaluations, points the actors to
-    the price bounds (the price war, ``docs/research/price-war.md``)."""
+    action the critic sees. The Sioux Falls market's recipe sets it for MADDPG and MFDDPG:
+    there a joint critic of 4 stations x 8 periods, fitted to 200 evaluations, points the
+    actors to the price bounds (the price war, ``docs/research/price-war.md``)."""
     actor_lr: float = 1e-3
     """Adam learning rate of the actors."""
     critic_lr: float = 3e-3
