@@ -158,10 +158,20 @@ def report(data: dict[str, Any], cells: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def record_command(path: Path, argv: Sequence[str] | None) -> None:
+    """Add this run's command to ``run.json``'s ``commands`` (its other keys kept)."""
+    run = json.loads(path.read_text()) if path.exists() else {}
+    command = " ".join(["python benchmarks/studies/critic_refit.py", *(argv or sys.argv[1:])])
+    if command not in run.setdefault("commands", []):
+        run["commands"].append(command)
+    path.write_text(json.dumps(run, indent=2) + "\n")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
+    record_command(args.out / "run.json", argv)
     nd = evcs_gym.load_scenario(args.scenario)
     path = args.out / "rows.json"
     if args.resume and path.exists():

@@ -177,7 +177,8 @@ def game_of(unit: str) -> str:
         return "; ".join(f"{m[1]}, {m[3]}" for m in found if m)
     path = RESULTS / unit.replace(".{txt,json}", ".txt")
     if path.suffix == ".json":
-        game = json.loads(path.read_text()).get("game") or {}
+        data = json.loads(path.read_text())
+        game = (data.get("game") if isinstance(data, dict) else None) or {}  # a list: none
         return f"{game['version']}, {game['settings_hash']}" if game else ""
     found = GAME.search("\n".join(path.read_text(errors="replace").splitlines()[:12]))
     return f"{found[1]}, {found[3]}" if found else ""
