@@ -19,6 +19,7 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from marl import report  # noqa: E402
 from marl.evaluation import evaluate_returns  # noqa: E402
+from marl.reverify import needs_reverify  # noqa: E402
 from marl.runners import run_cell  # noqa: E402
 from marl.tasks import TASKS, make_env, resolve_tasks  # noqa: E402
 
@@ -112,6 +113,10 @@ def test_our_runner_records_what_ran_and_its_score(real_cells):
     assert 0 <= tiny["relative_nash_conv"] and tiny["relative_nash_conv_se"] is not None
     assert set(tiny["prices"]) == {"A", "B"} and tiny["total_revenue"] > 0
     assert "--rounds 0" in tiny["settings"]["command"]  # the one-step game
+    # the cell says how it was verified, so the report labels it and --reverify skips it
+    assert tiny["verification"]["held_out"] is True and tiny["verification"]["seeds"] == 2
+    assert report.verification_label(tiny).endswith(", held out")
+    assert not needs_reverify(tiny, smoke=True)
     json.dumps(real_cells)  # JSON-safe
 
 

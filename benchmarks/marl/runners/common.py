@@ -133,6 +133,19 @@ def evcs_score(certificate: Mapping[str, Any], scenario: str | None = None) -> d
         "prices": prices,
         "gains": {a: d["relative_gain"] for a, d in certificate["deviations"].items()},
         "collusion_index": _collusion(scenario, prices, certificate.get("seeds")),
+        "verification": _verification(certificate),
+    }
+
+
+def _verification(certificate: Mapping[str, Any]) -> dict[str, Any]:
+    """The certificate's search, seeds and held-out-ness, as ``--reverify`` records them
+    (``marl.report.verification_label`` reads ``held_out``)."""
+    seeds, search_seeds = certificate.get("seeds") or [], certificate.get("search_seeds") or []
+    return {
+        "search": certificate.get("search", {"method": "budget"}),
+        "seeds": len(seeds),
+        "search_seeds": len(search_seeds),
+        "held_out": bool(certificate.get("held_out", False)),
     }
 
 
