@@ -16,8 +16,9 @@ updates by the end of a 128-row warm-up: the first column of the table.
 
 Output in ``--out``: ``rows.json`` (the profiles and their revenues, the simulator's lines;
 reused with ``--resume``, so that every learner is fitted to the same rows),
-``critic_refit.json`` and ``critic_refit.md`` (``critic_refit_<algo>_<structure>.*`` for
-a learner other than MADDPG or ``--critic-structure additive``).
+``critic_refit.json`` and ``critic_refit.md`` for MADDPG's joint critic, else
+``critic_refit[_<algo>][_<structure>].*`` (the learner named unless MADDPG, the structure
+unless joint), and ``run.json`` (the commands run).
 
 Run: ``python benchmarks/studies/critic_refit.py --out
 benchmarks/results/price_war_tiny_market`` (about 25 minutes on 2 cores).
@@ -188,8 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 for s in range(args.fit_seeds)
             ]
             figures = [line_figures(fit, data["simulator"], prices) for fit in fits]
-            cell = {"rows": rows, "steps": steps, "algo": args.algo}
-            cell["critic_structure"] = args.critic_structure
+            cell = {
+                "rows": rows,
+                "steps": steps,
+                "algo": args.algo,
+                "critic_structure": args.critic_structure,
+            }
             cell.update({k: float(np.mean([f[k] for f in figures])) for k in figures[0]})
             cells.append(cell)
             print(cell, flush=True)
