@@ -154,27 +154,10 @@ def add_learner_arguments(p: argparse.ArgumentParser) -> None:
 def add_verify_arguments(p: argparse.ArgumentParser) -> None:
     """The ``--verify-*`` flags of the final verification (:func:`verify_plan_from_args`
     reads them)."""
+    from evcs_gym.equilibrium.verification import add_verify_seed_arguments
+
     add_search_arguments(p, prefix="verify-")  # --verify-budget 0 skips the verification
-    p.add_argument(
-        "--verify-seeds",
-        type=int,
-        default=4,
-        help="seeds the verified gains are averaged over (standard errors)",
-    )
-    p.add_argument(
-        "--verify-search-seeds",
-        type=int,
-        default=1,
-        help="seeds each candidate of the verification's search is evaluated on (the "
-        "search maximises their mean revenue; at most --verify-seeds)",
-    )
-    p.add_argument(
-        "--verify-held-out",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="the search scores on seeds after the --verify-seeds ones, so that every "
-        "gain is measured out of sample (--no-verify-held-out: on the first of them)",
-    )
+    add_verify_seed_arguments(p)
 
 
 def verify_plan_from_args(args: argparse.Namespace, n_periods: int) -> VerificationPlan:

@@ -27,7 +27,13 @@ import numpy as np
 from evcs_gym.equilibrium.exploitability import ExploitabilityResult, exploitability
 from evcs_gym.equilibrium.search_spec import SEARCHES, SearchSpec, resolve_search
 
-__all__ = ["add_verification_arguments", "format_prices", "verify_from_args", "verify_prices"]
+__all__ = [
+    "add_verification_arguments",
+    "add_verify_seed_arguments",
+    "format_prices",
+    "verify_from_args",
+    "verify_prices",
+]
 
 
 def format_prices(prices: Mapping[str, Any], digits: int = 3) -> list[str]:
@@ -134,21 +140,42 @@ def add_verification_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="deviation candidates per station at most (None: the search's default)",
     )
-    add("--verify-seeds", type=int, default=4, help="seeds of the verified gains (>= 2)")
-    add(
+    add_verify_seed_arguments(parser)
+    add("--workers", type=int, default=2, help="evaluator processes to verify")
+
+
+def add_verify_seed_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the seeds of a verification to ``parser``: ``--verify-seeds`` (4),
+    ``--verify-search-seeds`` (1) and ``--verify-held-out`` (on); shared by the library
+    examples (:func:`add_verification_arguments`) and ``evcs-gym train``.
+
+    Example:
+        >>> parser = argparse.ArgumentParser()
+        >>> add_verify_seed_arguments(parser)
+        >>> args = parser.parse_args(["--no-verify-held-out"])
+        >>> args.verify_seeds, args.verify_search_seeds, args.verify_held_out
+        (4, 1, False)
+    """
+    parser.add_argument(
+        "--verify-seeds",
+        type=int,
+        default=4,
+        help="seeds the verified gains are averaged over (their standard errors: >= 2)",
+    )
+    parser.add_argument(
         "--verify-search-seeds",
         type=int,
         default=1,
-        help="seeds each candidate of the deviation search is scored on (their mean)",
+        help="seeds each candidate of the deviation search is scored on (the search "
+        "maximises their mean revenue; at most --verify-seeds)",
     )
-    add(
+    parser.add_argument(
         "--verify-held-out",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="search on seeds after --verify-seeds, so that every gain is measured out of "
-        "sample (default; --no-verify-held-out: on the first of them)",
+        help="the search scores on seeds after the --verify-seeds ones, so that every "
+        "gain is measured out of sample (--no-verify-held-out: on the first of them)",
     )
-    add("--workers", type=int, default=2, help="evaluator processes to verify")
 
 
 def verify_from_args(
