@@ -188,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
     load_seconds = time.perf_counter() - t_start
     print(f"loaded {nd.summary()}")
     recipe, fields = resolve_recipe(args, nd.name)
-    print(describe_recipe(recipe, args.algo, nd.settings_hash))
+    resolved = {**{key: getattr(args, key) for key in DEFAULTS}, **fields}
+    print(describe_recipe(recipe, args.algo, nd.settings_hash, resolved))
     out = Path(args.out or f"runs/{nd.name}-{args.algo}-seed{args.seed}")
     train_nd = training_payoffs(nd, args.train_payoffs)
     rounds = args.rounds or None  # 0: the one-step stage game
@@ -416,11 +417,32 @@ def resolve_recipe(args: argparse.Namespace, game: str) -> tuple[GameRecipe | No
     return recipe, fields
 
 
-def describe_recipe(recipe: GameRecipe | None, algo: str, settings_hash: str) -> str:
-    """The line ``evcs-gym train`` prints about the recipe it trains with."""
+def describe_recipe(
+    recipe: GameRecipe | None,
+    algo: str,
+    settings_hash: str,
+    resolved: dict[str, Any] | None = None,
+) -> str:
+    """The line ``evcs-gym train`` prints about the recipe it trains with.
+
+    ``resolved``: what the run trains with (train flags and learner fields); the values
+    in it that differ from the recipe's are named as the flags' overrides.
+
+    Example:
+        >>> from evcs_gym.baselines.game_recipes import game_recipe
+        >>> recipe = game_recipe("tiny_market")
+        >>> print(describe_recipe(recipe, "maddpg", recipe.settings_hash, {"budget": 50}))
+        ... # doctest: +ELLIPSIS
+        recipe tiny_market.toml (...): maddpg, budget=600, ...; flags override: budget=50
+    """
     if recipe is None:
         return f"recipe: none (the package's defaults), {algo}"
     line = recipe.describe(algo)
+    sets = {**recipe.train, **recipe.learner(algo)}
+    overrides = {k: v for k, v in (resolved or {}).items() if k in sets and sets[k] != v}
+    overrides.update({k: v for k, v in (resolved or {}).items() if k not in DEFAULTS | sets})
+    if overrides:
+        line += "; flags override: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
     if recipe.settings_hash != settings_hash:
         line += f" -- set on settings {recipe.settings_hash}, this game's are {settings_hash}"
     return line

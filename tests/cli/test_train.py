@@ -155,7 +155,7 @@ def test_train_uses_a_recipe_file_and_flags_win_over_it(tmp_path, capsys):
     assert main([*argv, "--quiet", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert f"recipe {recipe} (game tiny, 000000000000): iddpg, budget=99, rounds=0" in text
-    assert "set on settings 000000000000, this game's are" in text
+    assert "; flags override: budget=4, tau=0.2 -- set on settings 000000000000" in text
     summary = json.loads((out / "summary.json").read_text())
     assert summary["algorithm"] == "iddpg" and summary["evaluations"] == 4
     assert summary["train_flags"] == {"algo": "iddpg", "budget": 4, "rounds": 0}
