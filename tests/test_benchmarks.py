@@ -413,3 +413,21 @@ def test_nash_ridge_study_on_tiny_market(load_script, tmp_path, capsys):
     below, at_n = sorted(record["diagonal"], key=lambda d: d["shift"])
     assert below["delta"] < at_n["delta"] == pytest.approx(0.0)
     assert "Profiles on the diagonal" in (tmp_path / "nash_ridge.md").read_text()
+
+
+def test_default_seeds_runs_the_default_command_per_seed_and_resumes(load_script, tmp_path):
+    study = load_script("benchmarks/studies", "default_seeds")
+    argv = ["--scenario", "tiny_market", "--seeds", "3", "--out", str(tmp_path), "--target", "99"]
+    extra = ["--extra", "--budget", "8", "--workers", "1", "--verify-search", "budget"]
+    extra += ["--verify-budget", "2", "--verify-seeds", "2"]
+    summary = study.main([*argv, *extra])
+    (row,) = json.loads((tmp_path / "seeds.json").read_text())["rows"]
+    assert row["seed"] == 3 and row["recipe"] == "tiny_market.toml"
+    assert row["algorithm"] == "maddpg" and row["raw_simulations"] > 0
+    assert summary["worst"] == {"seed": 3, "nash_conv_pct": row["nash_conv_pct"]}
+    assert summary["meet_target"] == ([3] if row["minutes"] <= 15 else [])
+    log = (tmp_path / "seed3.log").read_text()
+    assert "recipe tiny_market.toml" in log and "verified NashConv" in log
+    (tmp_path / "seed3.log").unlink()
+    assert study.main([*argv, "--resume"]) == summary  # kept: not trained again
+    assert not (tmp_path / "seed3.log").exists()
