@@ -10,7 +10,9 @@ total revenue) within ``--minutes``; ``OUT/seeds.md`` and ``OUT/seeds.json`` kee
 ``--resume`` keeps the seeds whose ``OUT/seed<S>.json`` exists.
 
 Run: ``python benchmarks/studies/default_seeds.py --scenario siouxfalls_market --seeds 0
-1 2 3 4 5 --out benchmarks/results/default_siouxfalls_market --resume``
+1 2 3 4 5 --out benchmarks/results/default_siouxfalls_market/iddpg-1200 --resume``, and a
+candidate learner with ``--out .../mfddpg-400 --resume --extra --algo mfddpg --budget 400``
+(``benchmarks/results/default_siouxfalls_market/README.md`` compares them).
 """
 
 from __future__ import annotations
