@@ -438,9 +438,8 @@ def describe_recipe(
     if recipe is None:
         return f"recipe: none (the package's defaults), {algo}"
     line = recipe.describe(algo)
-    sets = {**recipe.train, **recipe.learner(algo)}
-    overrides = {k: v for k, v in (resolved or {}).items() if k in sets and sets[k] != v}
-    overrides.update({k: v for k, v in (resolved or {}).items() if k not in DEFAULTS | sets})
+    sets = {**DEFAULTS, **recipe.train, **recipe.learner(algo)}
+    overrides = {k: v for k, v in (resolved or {}).items() if sets.get(k) != v}
     if overrides:
         line += "; flags override: " + ", ".join(f"{k}={v}" for k, v in overrides.items())
     if recipe.settings_hash != settings_hash:
