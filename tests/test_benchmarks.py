@@ -10,6 +10,7 @@ import gc
 import json
 import math
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -254,6 +255,33 @@ def test_repeated_market_plays_the_impulse_on_the_learned_policies(load_script, 
     assert "| maddpg | 0 |" in out and "maddpg (1 seeds): Δ" in out
     assert study.main([*argv, "--out", str(tmp_path), "--resume"]) == 0  # kept, not rerun
     assert "kept maddpg__seed0.json" in capsys.readouterr().out
+    assert study.main([*argv, "--out", str(tmp_path), "--report-only", "--rescore"]) == 0
+    again = json.loads((tmp_path / "maddpg__seed0.json").read_text())
+    assert again["superseded"] == [
+        {k: record[k] for k in study.SCORED} | {"search": study.VERIFY_0_3_0}
+    ]
+    assert again["verification"]["search"] == "converged" and again["path"] == record["path"]
+    assert "(was " in capsys.readouterr().out
+
+
+def test_repeated_market_studies_another_game_with_its_references(load_script):
+    """``--set`` makes the 0.3.0 ``tiny_market`` again, and ``--references`` gives it the
+    references it no longer ships (Δ and the plot's lines)."""
+    study = load_script("benchmarks/studies", "repeated_market")
+    inputs = Path(__file__).parents[1] / "benchmarks/inputs"
+    argv = ["--set", "charging_car_rate=0.3", "--set", "reward_scale=2000", "--references"]
+    argv += [str(inputs / f"tiny_market_{kind}_0.3.0.json") for kind in ("nash", "collusive")]
+    args = study.parse_args(argv)
+    nd = study.game(args)
+    assert nd.settings_hash == "103e38a91c73"  # the archived study's game
+    refs = study.references(args, nd)
+    nash = json.loads((inputs / "tiny_market_nash_0.3.0.json").read_text())
+    np.testing.assert_array_equal(refs.nash["B"], nash["B"])
+    assert "--set reward_scale=2000 --references" in study.command(
+        args, [{"algorithm": "maddpg", "seed": 0}]
+    )
+    with pytest.raises(SystemExit, match="give --references"):
+        study.references(study.parse_args(argv[:4]), nd)
 
 
 def test_calvano_study_smoke_and_resume(load_script, tmp_path, capsys):

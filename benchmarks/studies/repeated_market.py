@@ -76,6 +76,16 @@ Policy = Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]]
 """A learned pure policy: ``{station: observation}`` to ``{station: prices}``."""
 
 OURS = ("maddpg", "iddpg", "mfddpg")
+SCORED = (
+    "relative_nash_conv",
+    "relative_nash_conv_se",
+    "verify_seeds",
+    "verify_evaluations",
+    "collusion_index",
+)
+"""A record's fields that :func:`score` sets."""
+VERIFY_0_3_0 = {"search": "budget", "budget": 32, "seeds": 4, "search_seeds": 2}
+"""The records' verification until evcs-gym 0.3.0 (32 candidates a station)."""
 PEERS = {"agilerl-maddpg": "maddpg", "agilerl-matd3": "matd3"}
 """Peer algorithms of the study, by name, and their AgileRL algorithm; they train in the
 nox environment ``agilerl`` (``--peer-python``)."""
@@ -84,6 +94,21 @@ nox environment ``agilerl`` (``--peer-python``)."""
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scenario", default="tiny_market")
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a scenario setting (another game: e.g. the 0.3.0 tiny_market's "
+        "charging_car_rate=0.3 and reward_scale=2000)",
+    )
+    p.add_argument(
+        "--references",
+        nargs=2,
+        type=Path,
+        metavar=("NASH", "COLLUSIVE"),
+        help="the Nash and collusive references of a game that ships none (JSON files of "
+        "{station: prices}, e.g. benchmarks/inputs/tiny_market_nash_0.3.0.json)",
+    )
     p.add_argument("--algorithms", nargs="+", default=["maddpg"])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--budget", type=int, default=6000, help="training evaluations")
@@ -125,6 +150,26 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def game(args: argparse.Namespace) -> evcs_gym.NetworkData:
+    """The game studied: ``--scenario`` with its ``--set`` settings."""
+    from evcs_gym.cli.common import parse_settings
+
+    return evcs_gym.load_scenario(args.scenario, **parse_settings(args.set))
+
+
+def references(args: argparse.Namespace, nd: evcs_gym.NetworkData) -> References:
+    """The Nash and collusive references Δ and the plot are measured against:
+    ``--references``' files, else the game's shipped ones."""
+    if args.references is None:
+        return shipped_references(nd)
+    nash, collusive = (
+        {a: np.asarray(json.loads(path.read_text())[a], dtype=float) for a in nd.agent_names}
+        for path in args.references
+    )
+    how = {"nash": str(args.references[0]), "collusive": str(args.references[1])}
+    return References(nash, collusive, nd.settings_hash, how)
+
+
 def train(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Policy, dict[str, Any]]:
     """Train one learner on the repeated game; return its pure policy and the run's figures."""
     if algorithm in PEERS:
@@ -137,7 +182,7 @@ def train_ours(args: argparse.Namespace, algorithm: str, seed: int) -> tuple[Pol
     from evcs_gym.baselines import ALGORITHMS, GameTrainer, TrainerConfig
     from evcs_gym.baselines.recipe import learner_config, make_learner
 
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = game(args)
     venv = make_vector_env(
         args.num_envs,
         scenario=nd,
@@ -191,7 +236,7 @@ def train_agilerl(args: argparse.Namespace, algo: str, seed: int) -> tuple[Polic
 
     example = load_example("agilerl_pricing")
     torch.set_num_threads(1)
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = game(args)
     agents = list(nd.agent_names)
     env = make_vect_envs(args.num_envs, scenario=nd, rounds=args.rounds, k=args.k)
     pure: list[list[float]] = []  # each step's deterministic prices, a station's mean
@@ -265,8 +310,8 @@ def play(
 
 
 def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, Any]:
-    nd = evcs_gym.load_scenario(args.scenario)
-    references = shipped_references(nd)
+    nd = game(args)
+    refs = references(args, nd)
     shocked = args.shocked or nd.agent_names[0]
     policy, info = train(args, algorithm, seed)
     path = play(policy, nd, args, seed, None)
@@ -296,17 +341,17 @@ def run_one(args: argparse.Namespace, algorithm: str, seed: int) -> dict[str, An
         "impulse": impulse.tolist(),
         "prices": {a: v.tolist() for a, v in prices.items()},
         "cycle_amplitude": amplitude,
-        **score(nd, references, prices, seed, args.workers, args.smoke),
+        **score(nd, refs, prices, seed, args.workers, args.smoke),
     }
 
 
 def shipped_references(nd: evcs_gym.NetworkData) -> References:
     """The game's Nash and collusive references, which Δ and the plot are measured
     against; a scenario without them cannot be studied here."""
-    references = load_references(nd)
-    if references is None:
-        raise SystemExit(f"{nd.name} ships no references: Δ is undefined")
-    return references
+    shipped = load_references(nd)
+    if shipped is None:
+        raise SystemExit(f"{nd.name} ships no references for its settings: give --references")
+    return shipped
 
 
 def score(
@@ -344,6 +389,30 @@ def score(
     }
 
 
+def rescore(args: argparse.Namespace, nd: evcs_gym.NetworkData) -> None:
+    """Verify every record in ``--out`` again with today's verification (its last rounds'
+    prices; training, paths and Δ's revenue seeds kept); the old score moves to the
+    record's ``superseded`` list with the search that produced it."""
+    refs = references(args, nd)
+    search = dict(verify_options(nd.name, smoke=args.smoke))
+    for path in sorted(args.out.glob("*__seed*.json")):
+        record = json.loads(path.read_text())
+        if record["settings_hash"] != nd.settings_hash:
+            raise SystemExit(f"{path.name} was measured on other settings: give its --set")
+        old = {k: record[k] for k in SCORED if k in record}
+        old.setdefault("search", record.get("verification", VERIFY_0_3_0))
+        seed = int(record["seed"])
+        record.update(score(nd, refs, record["prices"], seed, args.workers, args.smoke))
+        record["verification"] = search
+        record["superseded"] = [*record.get("superseded", []), old]
+        path.write_text(json.dumps(record, indent=1) + "\n")
+        print(
+            f"rescored {path.name}: NashConv {record['relative_nash_conv']:.2%} "
+            f"(was {old['relative_nash_conv']:.2%})",
+            flush=True,
+        )
+
+
 def verdict(deltas: np.ndarray, nash_convs: np.ndarray, amplitudes: np.ndarray) -> str:
     """The plain statement for one algorithm's seeds (module docstring)."""
     lo, hi = interval(deltas)
@@ -377,8 +446,11 @@ def command(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
     spelled out."""
     algorithms = sorted({r["algorithm"] for r in records})
     seeds = sorted({int(r["seed"]) for r in records})
+    game = "".join(f" --set {pair}" for pair in args.set or ())
+    if args.references:
+        game += f" --references {args.references[0]} {args.references[1]}"
     return (
-        f"python benchmarks/studies/repeated_market.py --scenario {args.scenario} "
+        f"python benchmarks/studies/repeated_market.py --scenario {args.scenario}{game} "
         f"--algorithms {' '.join(algorithms)} --seeds {' '.join(map(str, seeds))} "
         f"--budget {args.budget} --rounds {args.rounds} --k {args.k} --gamma {args.gamma} "
         f"--horizon {args.horizon} --shock {args.shock} --last {args.last} --resume "
@@ -387,13 +459,15 @@ def command(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
 
 
 def report(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = game(args)
     lines = [
         f"$ {command(args, records)}",
         f"Repeated {nd.name} (settings {nd.settings_hash}): k = {args.k} past round(s) "
         f"observed, discount {args.gamma}, {args.budget} training evaluations in episodes "
         f"of {args.rounds} rounds; scored on the last {args.last} of {args.horizon} rounds "
         "from mid-bounds",
+        f"NashConv verified as the grid's cells of the same seed: "
+        f"{records[0].get('verification', VERIFY_0_3_0)} (earlier figures in brackets)",
         "",
         "| algorithm | seed | NashConv | Δ | cycle amplitude | training drift | training "
         "(raw sims) |",
@@ -401,9 +475,11 @@ def report(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
     ]
     for r in sorted(records, key=lambda r: (r["algorithm"], r["seed"])):
         ci = r["collusion_index"]
+        was = "".join(f" (was {old['relative_nash_conv']:.2%})" for old in r.get("superseded", []))
         lines.append(
             f"| {r['algorithm']} | {r['seed']} | {r['relative_nash_conv']:.2%} ± "
-            f"{r['relative_nash_conv_se']:.2%} | {ci['delta']:.2f} ± {ci['delta_se'] or 0:.2f} | "
+            f"{r['relative_nash_conv_se']:.2%}{was} | "
+            f"{ci['delta']:.2f} ± {ci['delta_se'] or 0:.2f} | "
             f"{r['cycle_amplitude']:.0%} | {r['training_prices']['drift']:.1%} | "
             f"{r['train_seconds'] / 60:.1f} min "
             f"({r['raw_simulations']}) |"
@@ -434,8 +510,8 @@ def plot(args: argparse.Namespace, records: list[dict[str, Any]], path: Path) ->
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    nd = evcs_gym.load_scenario(args.scenario)
-    refs = shipped_references(nd)
+    nd = game(args)
+    refs = references(args, nd)
     algorithms = sorted({r["algorithm"] for r in records})
     seeds = sorted({r["seed"] for r in records})
     fig, axes = plt.subplots(
@@ -507,7 +583,7 @@ def has_agilerl() -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    nd = evcs_gym.load_scenario(args.scenario)
+    nd = game(args)
     if not args.report_only:
         for algorithm in args.algorithms:
             for seed in args.seeds:
@@ -532,18 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     flush=True,
                 )
     if args.rescore:
-        references = shipped_references(nd)
-        for path in sorted(args.out.glob("*__seed*.json")):
-            record = json.loads(path.read_text())
-            if record["settings_hash"] != nd.settings_hash:
-                raise SystemExit(f"{path.name} was measured on other settings: run it again")
-            record.update(
-                score(
-                    nd, references, record["prices"], int(record["seed"]), args.workers, args.smoke
-                )
-            )
-            path.write_text(json.dumps(record, indent=1) + "\n")
-            print(f"rescored {path.name}", flush=True)
+        rescore(args, nd)
     if args.no_report:
         return 0
     records = [json.loads(p.read_text()) for p in sorted(args.out.glob("*__seed*.json"))]
