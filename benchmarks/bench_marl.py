@@ -90,6 +90,7 @@ from marl.runners import (  # noqa: E402
     supports_algorithm,
 )
 from marl.runners.common import REPO, game_of  # noqa: E402
+from marl.runners.reference import outdated_reference  # noqa: E402
 from marl.tasks import TASKS, Task, resolve_tasks  # noqa: E402
 
 
@@ -330,9 +331,13 @@ def resume_keeps(cell: Cell, out: Path, games: dict[str, dict | None]) -> bool:
         return False
     if cell.task.name not in games:
         games[cell.task.name] = game_of(cell.task)
-    measured = json.loads(path.read_text()).get("game")
+    record = json.loads(path.read_text())
+    measured = record.get("game")
     if same_game(measured, games[cell.task.name]):
-        return True
+        if not outdated_reference(record):
+            return True
+        print(f"stale {cell.name}: the game's reference was re-solved; running it again")
+        return False
     print(
         f"stale {cell.name}: measured on {measured}, the game is now "
         f"{games[cell.task.name]}; running it again",

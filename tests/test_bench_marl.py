@@ -323,6 +323,27 @@ def test_resume_reruns_cells_measured_on_another_game(bench, tmp_path, capsys):
     assert bench.resume_keeps(mpe, tmp_path, games)
 
 
+def test_resume_reruns_a_reference_row_whose_reference_was_re_solved(bench, tmp_path, capsys):
+    """A game's references can be re-solved without a change of payoffs: the ``nash`` row
+    holding the old prices must run again (a re-verification would certify the old N)."""
+    import evcs_gym
+    from evcs_gym.scenarios import load_references
+
+    cell = bench.Cell(TASKS["tiny_market"], "reference", "nash", 0, 0)
+    shipped = load_references(evcs_gym.load_scenario("tiny_market", warm_start=False)).nash
+    prices = {a: v.tolist() for a, v in shipped.items()}
+    record = {"task": "tiny_market", "library": "reference", "algorithm": "nash", "seed": 0}
+    record |= {"game": bench.game_of(TASKS["tiny_market"]), "prices": prices}
+    path = tmp_path / "cells" / f"{cell.name}.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(record))
+    assert bench.resume_keeps(cell, tmp_path, {})
+    prices["A"][0] += 0.01  # an older N
+    path.write_text(json.dumps(record))
+    assert not bench.resume_keeps(cell, tmp_path, {})
+    assert "reference was re-solved" in capsys.readouterr().out
+
+
 def test_cells_are_timed_against_a_raw_simulation_of_their_scenario(bench):
     assert bench.raw_simulation_seconds(TASKS["simple_spread"]) is None  # no game
     assert bench.raw_simulation_seconds(TASKS["tiny"], repeats=1) > 0

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from marl.runners.common import evcs_score, verify_options
+from marl.runners.reference import outdated_reference
 
 __all__ = ["SCORE_FIELDS", "needs_reverify", "reverify_cells", "reverify_record"]
 
@@ -157,7 +158,13 @@ def reverify_cells(
         record = json.loads(path.read_text())
         rank = _rank(record, algorithms)
         wanted = tasks is None or record.get("task") in tasks
-        if wanted and rank is not None and needs_reverify(record, smoke):
+        if wanted and rank is not None and outdated_reference(record):
+            print(
+                f"{path.stem}: the game's reference was re-solved; run the row again "
+                "(bench_marl.py --resume), not re-verified",
+                flush=True,
+            )
+        elif wanted and rank is not None and needs_reverify(record, smoke):
             ranked.append((rank, path))
     todo = [path for _, path in sorted(ranked)]
     print(f"re-verifying {len(todo)} of {len(paths)} cell records", flush=True)

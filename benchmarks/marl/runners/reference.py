@@ -43,6 +43,10 @@ SOLVE_OPTIONS: dict[str, list[str]] = {
 ``benchmarks/results/solve_siouxfalls.txt``."""
 
 
+REFERENCES = ("nash", "collusive")
+"""The rows of a game's shipped references."""
+
+
 def reference_prices(algorithm: str, scenario: str, seed: int) -> tuple[dict, int, str]:
     """``(prices, evaluations spent finding them, command)`` of a reference row."""
     import evcs_gym
@@ -59,7 +63,7 @@ def reference_prices(algorithm: str, scenario: str, seed: int) -> tuple[dict, in
         command = "evcs-gym " + " ".join(argv[:-2]).replace(str(REPO) + "/", "")
         return record["prices"], int(record["evaluations"]), command
     nd = evcs_gym.load_scenario(scenario, warm_start=False)
-    if algorithm in ("nash", "collusive"):
+    if algorithm in REFERENCES:
         from evcs_gym.scenarios import load_references
 
         references = load_references(nd)
@@ -76,6 +80,19 @@ def reference_prices(algorithm: str, scenario: str, seed: int) -> tuple[dict, in
         for a, (lo, hi) in nd.price_bounds.items()
     }
     return prices, 0, f"{algorithm} bounds"
+
+
+def outdated_reference(record: dict) -> bool:
+    """Whether ``record`` is a ``nash`` / ``collusive`` row whose prices are no longer the
+    game's shipped references (they were re-solved on the same game: the row must run
+    again, not be re-verified)."""
+    if record.get("library") != "reference" or record.get("algorithm") not in REFERENCES:
+        return False
+    from marl.tasks import TASKS
+
+    scenario = TASKS[record["task"]].config["scenario"]
+    shipped, _, _ = reference_prices(record["algorithm"], scenario, int(record["seed"]))
+    return any(not np.array_equal(shipped[a], record["prices"][a]) for a in shipped)
 
 
 def run_evcs(algorithm: str, task: Task, seed: int, budget: int, smoke: bool) -> Trained:
