@@ -289,14 +289,23 @@ PINNED_SINCE_0_2_0 = {"b19290784656", "1bdd955f9c73", "6e837c766f5b", "d463508cf
 """The settings hashes of the bundled 0.2.0 games, whose payoffs every later release keeps
 bit for bit (``tests/test_pinned_payoffs.py``)."""
 
+PAYOFFS_UNCHANGED_SINCE: dict[str, tuple[int, int]] = {
+    **dict.fromkeys(PINNED_SINCE_0_2_0, (0, 2)),
+    "0eeb881fb27d": (0, 3),
+}
+"""Settings hash -> the ``(major, minor)`` release since which the game's payoffs have not
+changed. The 0.2.0 games are pinned; ``siouxfalls_market``'s 0.4.0 release re-solved its
+references only, and every one of its 0.3.0 cells re-verified under 0.4.0 scored the
+same total revenue, bit for bit."""
+
 
 def same_game(measured: dict | None, current: dict | None) -> bool:
     """Whether a cell measured on ``measured`` (its record's ``game``) still scores the game
     its task has now: the same scenario settings hash and the same ``major.minor``
     package version (a change of the payoffs bumps the minor version; a patch does not
-    change them), or any version on a 0.2.0 game, whose payoffs are pinned
-    (:data:`PINNED_SINCE_0_2_0`). Tasks without a game (MPE, VMAS) have ``None`` on both
-    sides.
+    change them), or any two versions since the game's payoffs last changed
+    (:data:`PAYOFFS_UNCHANGED_SINCE`). Tasks without a game (MPE, VMAS) have ``None`` on
+    both sides.
 
     Example:
         >>> old = {"version": "0.2.0", "settings_hash": "ab"}
@@ -309,17 +318,24 @@ def same_game(measured: dict | None, current: dict | None) -> bool:
         >>> tiny = {"version": "0.2.0", "settings_hash": "b19290784656"}
         >>> same_game(tiny, {"version": "0.4.0", "settings_hash": "b19290784656"})
         True
+        >>> market = {"version": "0.3.0", "settings_hash": "0eeb881fb27d"}
+        >>> same_game(market, {"version": "0.4.0", "settings_hash": "0eeb881fb27d"})
+        True
     """
     if measured is None or current is None:
         return measured is None and current is None
 
-    def minor(version: str) -> list[str]:
-        return version.split(".")[:2]
+    def minor(version: object) -> tuple[int, ...]:
+        return tuple(int(part) for part in str(version).split(".")[:2] if part.isdigit())
 
-    if measured.get("settings_hash") != current["settings_hash"]:
+    settings = current["settings_hash"]
+    if measured.get("settings_hash") != settings:
         return False
-    pinned = current["settings_hash"] in PINNED_SINCE_0_2_0
-    return pinned or minor(str(measured.get("version", ""))) == minor(current["version"])
+    versions = minor(measured.get("version", "")), minor(current["version"])
+    since = PAYOFFS_UNCHANGED_SINCE.get(settings)
+    if since is not None:
+        return all(v >= since for v in versions)
+    return versions[0] == versions[1]
 
 
 def resume_keeps(cell: Cell, out: Path, games: dict[str, dict | None]) -> bool:
@@ -382,8 +398,8 @@ def games_note(cells: list[dict[str, Any]]) -> str:
         elif len(games) > 1:
             note += (
                 f"\n\n{task}: cells measured by several releases on one game ({tags[0]}); "
-                "their payoffs agree (patch releases, or a 0.2.0 game, pinned across "
-                "releases by `tests/test_pinned_payoffs.py`)"
+                "their payoffs agree (patch releases, or releases since the game's payoffs "
+                "last changed: `PAYOFFS_UNCHANGED_SINCE`)"
             )
     return note
 
