@@ -467,7 +467,8 @@ def report(args: argparse.Namespace, records: list[dict[str, Any]]) -> str:
         f"of {args.rounds} rounds; scored on the last {args.last} of {args.horizon} rounds "
         "from mid-bounds",
         f"NashConv verified as the grid's cells of the same seed: "
-        f"{records[0].get('verification', VERIFY_0_3_0)} (earlier figures in brackets)",
+        f"{records[0].get('verification', VERIFY_0_3_0)} (a rescored record: was, the earlier "
+        "figure)",
         "",
         "| algorithm | seed | NashConv | Δ | cycle amplitude | training drift | training "
         "(raw sims) |",
@@ -573,6 +574,10 @@ def run_in_peer_python(args: argparse.Namespace, algorithm: str, seed: int) -> N
         argv += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     if args.shocked is not None:
         argv += ["--shocked", args.shocked]
+    for pair in args.set or ():
+        argv += ["--set", pair]
+    if args.references:
+        argv += ["--references", *map(str, args.references)]
     subprocess.run(argv, check=True, cwd=REPO)
 
 
