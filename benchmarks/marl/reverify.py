@@ -158,13 +158,15 @@ def reverify_cells(
         record = json.loads(path.read_text())
         rank = _rank(record, algorithms)
         wanted = tasks is None or record.get("task") in tasks
-        if wanted and rank is not None and outdated_reference(record):
+        if not wanted or rank is None:
+            continue
+        if outdated_reference(record):
             print(
                 f"{path.stem}: the game's reference was re-solved; run the row again "
                 "(bench_marl.py --resume), not re-verified",
                 flush=True,
             )
-        elif wanted and rank is not None and needs_reverify(record, smoke):
+        elif needs_reverify(record, smoke):
             ranked.append((rank, path))
     todo = [path for _, path in sorted(ranked)]
     print(f"re-verifying {len(todo)} of {len(paths)} cell records", flush=True)

@@ -65,6 +65,7 @@ from evcs_gym.scenarios import References, load_references
 from evcs_gym.wrappers import HistoryWrapper, make_vector_env
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: the grid's code
+from marl.reverify import VERIFY_0_3_0 as REVERIFY_0_3_0  # noqa: E402
 from marl.runners.common import (  # noqa: E402  (the grid's verification and examples)
     REPO,
     load_example,
@@ -84,8 +85,8 @@ SCORED = (
     "collusion_index",
 )
 """A record's fields that :func:`score` sets."""
-VERIFY_0_3_0 = {"search": "budget", "budget": 32, "seeds": 4, "search_seeds": 2}
-"""The records' verification until evcs-gym 0.3.0 (32 candidates a station)."""
+VERIFY_0_3_0 = REVERIFY_0_3_0["tiny_market"]
+"""The records' verification until evcs-gym 0.3.0 (the grid's: 32 candidates a station)."""
 PEERS = {"agilerl-maddpg": "maddpg", "agilerl-matd3": "matd3"}
 """Peer algorithms of the study, by name, and their AgileRL algorithm; they train in the
 nox environment ``agilerl`` (``--peer-python``)."""
