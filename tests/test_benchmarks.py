@@ -406,6 +406,15 @@ def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp
     assert "Trial 0 is the shipped recipe" in (tmp_path / "tuning.md").read_text()
 
 
+def test_tune_recipe_resumed_study_draws_settings_of_its_own(load_script):
+    study = load_script("benchmarks/studies", "tune_recipe")
+    args = study.parse_args(["--scenario", "tiny_market", "--algo", "maddpg", "--out", "x"])
+    first = study.new_study(args, []).ask(study.SPACE).params
+    resumed = study.new_study(args, [{"params": first, "value": 1.0}])
+    assert len(resumed.trials) == 1 and resumed.ask(study.SPACE).params != first
+    assert study.new_study(args, []).ask(study.SPACE).params == first  # seeded
+
+
 def test_nash_ridge_reads_best_responses_slope_and_slack_off_its_curves(load_script):
     study = load_script("benchmarks/studies", "nash_ridge")
     offsets = [-0.1, -0.05, 0.0, 0.05, 0.1]

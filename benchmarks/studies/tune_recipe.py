@@ -7,10 +7,13 @@ quantity the grid reports. The seeds default to 100 and 101, never the grid's re
 0-4, so that a recipe is confirmed on seeds it was not tuned on. The first trial is the
 game's shipped recipe (``--no-baseline`` skips it), so the study says what it improves.
 
-The sampler is Optuna's TPE, seeded. Every finished trial is written to
-``trials.json`` at once; ``--resume`` replays them into a new study and goes on to
-``--trials`` in all, so an interrupted study loses at most the trial in flight (a resumed
-TPE draws from its own seeded state, not the interrupted one's).
+The sampler is Optuna's TPE, seeded. Its first 10 trials are random draws (TPE's
+startup), so a study of 10 trials or fewer is a seeded random search. Every finished
+trial is written to ``trials.json`` at once; ``--resume`` replays them into a new study
+and goes on to ``--trials`` in all, so an interrupted study loses at most the trial in
+flight. A resumed sampler is seeded by the trials it replays (``--sampler-seed`` plus
+their number): seeded as the interrupted one was, it would redraw that one's first
+settings.
 
 The search space (:data:`SPACE`) covers what the price-war study found to matter
 (gradient steps per evaluation, the warm-up) and the usual DDPG settings: the two
@@ -142,6 +145,15 @@ def run_trial(args: argparse.Namespace, number: int, params: Mapping[str, Any]) 
     }
 
 
+def new_study(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) -> optuna.Study:
+    """A TPE study holding ``records``, its sampler seeded by their number: a sampler
+    seeded as the interrupted study's was would replay that study's first random draws."""
+    sampler = optuna.samplers.TPESampler(seed=args.sampler_seed + len(records))
+    study = optuna.create_study(sampler=sampler)
+    replay(study, records)
+    return study
+
+
 def replay(study: optuna.Study, records: Sequence[Mapping[str, Any]]) -> None:
     """Add finished trials of an earlier run to ``study``."""
     for r in records:
@@ -158,7 +170,8 @@ def report(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) -> st
     lines = [
         f"# Tuning {args.algo} on {args.scenario}",
         "",
-        f"Optuna TPE (sampler seed {args.sampler_seed}), {len(records)} trials, budget "
+        f"Optuna TPE (sampler seed {args.sampler_seed}; its first 10 trials are random "
+        f"draws), {len(records)} trials, budget "
         f"{budget_of(args)} evaluations, training seeds {', '.join(map(str, args.seeds))}; "
         f"objective: mean verified NashConv ({_search(args)}, {args.verify_seeds} seeds)."
         + (" Trial 0 is the shipped recipe." if records and records[0]["recipe"] else ""),
@@ -199,8 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.resume and path.exists():
         records = json.loads(path.read_text())["trials"]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(sampler=optuna.samplers.TPESampler(seed=args.sampler_seed))
-    replay(study, records)
+    study = new_study(args, records)
     baseline = None if args.no_baseline else baseline_params(args.scenario, args.algo)
     if baseline is not None and not records:
         study.enqueue_trial(baseline)
