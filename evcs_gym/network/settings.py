@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -349,90 +349,26 @@ class ScenarioSettings:
         Raises:
             ScenarioError: the first value out of range, named with ``source``.
         """
-        positive = [
-            "simulation_time",
-            "deltan",
-            "charging_link_length",
-            "charging_link_free_flow_speed",
-            "charging_periods",
-            "routes_per_od",
-            "charging_demand_per_vehicle",
-            "ue_convergence_threshold",
-            "ue_convergence_stable_rounds",
-            "ue_max_iterations",
-            "ue_payoff_min_iterations",
-            "ue_payoff_min_iterations_near",
-            "ue_payoff_near_excess",
-            "warm_start_max_iterations",
-            "ue_switch_budget_min",
-            "ue_charging_gap_threshold",
-            "ue_charging_tail_gap",
-            "ue_tolerance_scale",
-            "flow_scale_factor",
-            "reward_scale",
-        ]
-        for name in positive:
+        for names, within, what in _RANGES:
+            for name in names:
+                value = getattr(self, name)
+                if not within(value):
+                    raise ScenarioError(f"{source}: `{name}` {what}, got {value!r}")
+        for name, within, what in _OPTIONAL_RANGES:
             value = getattr(self, name)
-            if not value > 0:
-                raise ScenarioError(f"{source}: `{name}` must be positive, got {value!r}")
-        non_negative = [
-            "demand_multiplier",
-            "time_value_coefficient",
-            "ue_switch_sensitivity",
-            "ue_switch_charging_sensitivity",
-            "ue_switch_decay",
-            "energy_cost_per_kwh",
-            "station_taste_scale",
-            "station_taste_seed",
-        ]
-        for name in non_negative:
-            value = getattr(self, name)
-            if not value >= 0:
-                raise ScenarioError(f"{source}: `{name}` must be >= 0, got {value!r}")
-        for name in ["ue_payoff_precision", "ue_payoff_floor"]:
-            value = getattr(self, name)
-            if not 0 <= value < 1:
-                raise ScenarioError(f"{source}: `{name}` must be in [0, 1), got {value!r}")
-        if self.ue_payoff_min_window < 2:
-            raise ScenarioError(
-                f"{source}: `ue_payoff_min_window` must be >= 2, got {self.ue_payoff_min_window!r}"
-            )
-        for name in ["ue_switch_budget", "ue_switch_charging_budget", "warm_start_gap_ratio"]:
-            value = getattr(self, name)
-            if not 0 < value <= 1:
-                raise ScenarioError(f"{source}: `{name}` must be in (0, 1], got {value!r}")
-        for name in [
-            "charging_car_rate",
-            "ue_min_completed_ratio",
-            "ue_uncompleted_switch_prob",
-            "ue_switch_memory",
-            "ue_switch_charging_memory",
-            "ue_switch_charging_max_prob",
-            "ue_charging_tail_share",
-        ]:
-            value = getattr(self, name)
-            if not 0 <= value <= 1:
-                raise ScenarioError(f"{source}: `{name}` must be in [0, 1], got {value!r}")
-        outside = self.charging_outside_cost
-        if outside is not None and not (math.isfinite(outside) and outside >= 0):
-            raise ScenarioError(
-                f"{source}: `charging_outside_cost` must be >= 0 or null, got {outside!r}"
-            )
-        start_gap = self.ue_price_aware_start_gap
-        if start_gap is not None and not (math.isfinite(start_gap) and start_gap >= 0):
-            raise ScenarioError(
-                f"{source}: `ue_price_aware_start_gap` must be >= 0 or null, got {start_gap!r}"
-            )
-        settled = self.ue_stop_settled_ratio
-        if settled is not None and not (math.isfinite(settled) and settled > 0):
-            raise ScenarioError(
-                f"{source}: `ue_stop_settled_ratio` must be > 0 or null, got {settled!r}"
-            )
-        chargers = self.charging_chargers
-        if chargers is not None and not (math.isfinite(chargers) and chargers > 0):
-            raise ScenarioError(
-                f"{source}: `charging_chargers` must be > 0 or null, got {chargers!r}"
-            )
+            if value is not None and not (math.isfinite(value) and within(value)):
+                raise ScenarioError(f"{source}: `{name}` {what} or null, got {value!r}")
+        self._validate_stations(source)
+        self._validate_size(source)
+        for node in self.station_overrides:
+            if node not in self.charging_nodes:
+                raise ScenarioError(
+                    f"{source}: `station_overrides` names {node!r}, which is not in "
+                    f"`charging_nodes` {sorted(self.charging_nodes)}"
+                )
+
+    def _validate_stations(self, source: str) -> None:
+        """At least one station, each with finite bounds ``0 <= price_min <= price_max``."""
         if not self.charging_nodes:
             raise ScenarioError(f"{source}: `charging_nodes` must name at least one station")
         for node, (low, high) in self.charging_nodes.items():
@@ -447,13 +383,6 @@ class ScenarioSettings:
             if low < 0:
                 raise ScenarioError(
                     f"{source}: `charging_nodes[{node!r}]` has negative price_min {low}"
-                )
-        self._validate_size(source)
-        for node in self.station_overrides:
-            if node not in self.charging_nodes:
-                raise ScenarioError(
-                    f"{source}: `station_overrides` names {node!r}, which is not in "
-                    f"`charging_nodes` {sorted(self.charging_nodes)}"
                 )
 
     def _validate_size(self, source: str) -> None:
@@ -490,6 +419,79 @@ class ScenarioSettings:
                     f"{source}: `{key}` = {getattr(self, key, value)!r} exceeds {what}"
                 )
 
+
+_RANGES: tuple[tuple[tuple[str, ...], Callable[[Any], bool], str], ...] = (
+    (
+        (
+            "simulation_time",
+            "deltan",
+            "charging_link_length",
+            "charging_link_free_flow_speed",
+            "charging_periods",
+            "routes_per_od",
+            "charging_demand_per_vehicle",
+            "ue_convergence_threshold",
+            "ue_convergence_stable_rounds",
+            "ue_max_iterations",
+            "ue_payoff_min_iterations",
+            "ue_payoff_min_iterations_near",
+            "ue_payoff_near_excess",
+            "warm_start_max_iterations",
+            "ue_switch_budget_min",
+            "ue_charging_gap_threshold",
+            "ue_charging_tail_gap",
+            "ue_tolerance_scale",
+            "flow_scale_factor",
+            "reward_scale",
+        ),
+        lambda v: v > 0,
+        "must be positive",
+    ),
+    (
+        (
+            "demand_multiplier",
+            "time_value_coefficient",
+            "ue_switch_sensitivity",
+            "ue_switch_charging_sensitivity",
+            "ue_switch_decay",
+            "energy_cost_per_kwh",
+            "station_taste_scale",
+            "station_taste_seed",
+        ),
+        lambda v: v >= 0,
+        "must be >= 0",
+    ),
+    (("ue_payoff_precision", "ue_payoff_floor"), lambda v: 0 <= v < 1, "must be in [0, 1)"),
+    (("ue_payoff_min_window",), lambda v: v >= 2, "must be >= 2"),
+    (
+        ("ue_switch_budget", "ue_switch_charging_budget", "warm_start_gap_ratio"),
+        lambda v: 0 < v <= 1,
+        "must be in (0, 1]",
+    ),
+    (
+        (
+            "charging_car_rate",
+            "ue_min_completed_ratio",
+            "ue_uncompleted_switch_prob",
+            "ue_switch_memory",
+            "ue_switch_charging_memory",
+            "ue_switch_charging_max_prob",
+            "ue_charging_tail_share",
+        ),
+        lambda v: 0 <= v <= 1,
+        "must be in [0, 1]",
+    ),
+)
+"""Each group of settings, the range its values must be in, and the error's wording
+(a NaN fails every range)."""
+
+_OPTIONAL_RANGES: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("charging_outside_cost", lambda v: v >= 0, "must be >= 0"),
+    ("ue_price_aware_start_gap", lambda v: v >= 0, "must be >= 0"),
+    ("ue_stop_settled_ratio", lambda v: v > 0, "must be > 0"),
+    ("charging_chargers", lambda v: v > 0, "must be > 0"),
+)
+"""Settings that may be null (off), else finite and in range."""
 
 MAX_STEPS = 2_000_000
 """Most simulation steps (``simulation_time / deltan``) a scenario may take."""
