@@ -9,6 +9,8 @@ over an :class:`~evcs_gym.EVCSRewardEvaluator` or a pool), never through a learn
   simulator (``evcs-gym exploit``);
 * :mod:`~evcs_gym.equilibrium.best_response`: best-response dynamics, the reference
   equilibrium solver (``evcs-gym solve``);
+* :mod:`~evcs_gym.equilibrium.certificate_descent`: a solver that minimises the
+  certificate itself, where best responses wander (``evcs-gym solve --method descent``);
 * :mod:`~evcs_gym.equilibrium.verification`: the verification report a training run
   ends with;
 * :mod:`~evcs_gym.equilibrium.collusion`: the collusion index Δ of a profile between the
@@ -18,6 +20,7 @@ over an :class:`~evcs_gym.EVCSRewardEvaluator` or a pool), never through a learn
 from __future__ import annotations
 
 from evcs_gym.equilibrium.best_response import BestResponseDynamics, SolverResult
+from evcs_gym.equilibrium.certificate_descent import CertificateDescent
 from evcs_gym.equilibrium.collusion import CollusionIndex, collusion_index
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import (
@@ -36,6 +39,7 @@ from evcs_gym.equilibrium.verification import (
 __all__ = [
     "BatchEvaluator",
     "BestResponseDynamics",
+    "CertificateDescent",
     "CollusionIndex",
     "ExploitabilityResult",
     "SolverResult",

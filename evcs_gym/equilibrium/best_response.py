@@ -49,6 +49,8 @@ class SolverResult:
     evaluations: int
     seconds: float
     history: list[dict[str, Any]] = field(default_factory=list)
+    method: str = "best-response dynamics"
+    """Which solver answered (its summary's first words)."""
 
     @property
     def relative_nash_conv(self) -> float:
@@ -56,7 +58,7 @@ class SolverResult:
 
     def summary(self) -> str:
         head = (
-            f"best-response dynamics: {self.rounds} rounds, {self.evaluations} evaluations, "
+            f"{self.method}: {self.rounds} rounds, {self.evaluations} evaluations, "
             f"{self.seconds:.0f} s, converged={self.converged}"
         )
         prices = "\n".join(

@@ -94,6 +94,7 @@ def station_search(
         "method": "converged",
         "candidates": memo.used,
         "global_candidates": n_global,
+        "starts": 0 if starts is None else len(np.atleast_2d(starts)),
         "live_periods": int(live.sum()),
         "passes": sum(o.passes for o in local),
         "moves": sum(o.moves for o in local),
