@@ -468,3 +468,29 @@ def test_default_seeds_runs_the_default_command_per_seed_and_resumes(load_script
     (tmp_path / "seed3.log").unlink()
     assert study.main([*argv, "--resume"]) == summary  # kept: not trained again
     assert not (tmp_path / "seed3.log").exists()
+
+
+def test_payoff_roughness_separates_a_spike_from_the_smooth_gain(load_script):
+    study = load_script("benchmarks/studies", "payoff_roughness")
+    grid = np.linspace(0.9, 1.5, 61)
+    smooth = 1000 - 100 * (grid - 1.2) ** 2  # its top at 1.2
+    spiky = smooth.copy()
+    spiky[10] += 15  # +1.5 % at 1.0 alone
+    row = study.roughness(grid, float(1000 - 100 * 0.3**2), 0.9, np.array([spiky, spiky]))
+    assert row["spike"] > 0.012 and row["seed_correlation"] > 0.99  # the fit takes a little
+    assert abs(row["smooth_gain"] - 0.009) < 0.002  # the fitted curve's rise from 0.9 to 1.2
+    assert row["raw_gain"] > row["smooth_gain"] + 0.005  # the raw gain counts the spike
+
+
+def test_payoff_roughness_measures_every_line_of_a_game(load_script, tmp_path, capsys):
+    study = load_script("benchmarks/studies", "payoff_roughness")
+    out = tmp_path / "roughness.md"
+    argv = ["--scenario", "tiny_market", "--grid", "0.9", "1.5", "0.1", "--seeds", "2"]
+    results = study.main([*argv, "--variants", "shipped", "--workers", "1", "--out", str(out)])
+    lines = results["shipped"]["lines"]
+    assert [(r["station"], r["period"]) for r in lines] == [
+        (a, p) for a in ("A", "B") for p in (1, 2, 3, 4)
+    ]
+    assert all(r["sd"] >= 0 and -1 < r["seed_correlation"] <= 1 for r in lines)
+    assert "| shipped |" in out.read_text() and out.with_suffix(".json").exists()
+    assert "The lines of shipped" in capsys.readouterr().out
