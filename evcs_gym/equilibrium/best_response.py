@@ -154,50 +154,18 @@ class BestResponseDynamics:
 
     def solve(self, initial_prices: dict[str, Any] | None = None) -> SolverResult:
         """Run the dynamics from ``initial_prices`` (default: each station's mid-bound)."""
-        nd = self.evaluator.network
         t0 = time.perf_counter()
         start_evals = self.evaluator.evaluations
-        if initial_prices is None:
-            profile = np.array(
-                [[(lo + hi) / 2] * nd.n_periods for lo, hi in nd.price_bounds.values()]
-            )
-        else:
-            profile = self.evaluator.as_array(initial_prices)
+        profile = start_profile(self.evaluator, initial_prices)
         best: ExploitabilityResult | None = None
         history: list[dict[str, Any]] = []
         converged = False
-        rounds = 0
-        steps = np.full(nd.n_agents, self.damping)
+        steps = np.full(self.evaluator.network.n_agents, self.damping)
         last_step = np.zeros_like(profile)
         last_best: dict[str, np.ndarray] = {}
         for rounds in range(1, self.max_rounds + 1):
-            cert = exploitability(
-                self.evaluator,
-                profile,
-                seed=self.seed,
-                seeds=self.seeds,
-                search_seeds=self.search_seeds,
-                held_out=self.held_out,
-                search=self.search,
-                starts=last_best,
-                objective=self.objective,
-            )
-            history.append(
-                {
-                    "round": rounds,
-                    "prices": {a: v.tolist() for a, v in cert.prices.items()},
-                    "total_reward": cert.total_reward,
-                    "relative_nash_conv": cert.relative_nash_conv,
-                    "evaluations": self.evaluator.evaluations - start_evals,
-                    "damping": steps.tolist(),
-                }
-            )
-            if self.verbose:
-                print(
-                    f"round {rounds}: relative NashConv {cert.relative_nash_conv:.2%}, "
-                    f"total revenue {cert.total_reward:.0f}",
-                    flush=True,
-                )
+            cert = self._certify(profile, last_best)
+            history.append(self._record(cert, rounds, start_evals, steps))
             if best is None or _key(cert) < _key(best):
                 best = cert
             if cert.relative_nash_conv <= self.target:
@@ -206,16 +174,7 @@ class BestResponseDynamics:
             spent = self.evaluator.evaluations - start_evals
             if self.budget is not None and spent >= self.budget:
                 break
-            step = np.zeros_like(profile)
-            total = max(cert.total_reward, 1e-12)
-            for i, a in enumerate(nd.agent_names):
-                dev = cert.deviations[a]
-                last_best[a] = dev.best_prices[None, :]
-                if dev.gain / total > self.target / (2 * nd.n_agents):
-                    step[i] = dev.best_prices - profile[i]
-                    if _cosine(step[i], last_step[i]) < -0.5:  # reversal: damp this station
-                        steps[i] = max(self.min_damping, steps[i] / 2)
-            step *= steps[:, None]
+            step = self._step(cert, profile, steps, last_step, last_best)
             last_step = np.where(np.any(step != 0, axis=1, keepdims=True), step, last_step)
             profile = profile + step
         assert best is not None
@@ -223,11 +182,77 @@ class BestResponseDynamics:
             prices=best.prices,
             certificate=best,
             converged=converged,
-            rounds=rounds,
+            rounds=len(history),
             evaluations=self.evaluator.evaluations - start_evals,
             seconds=time.perf_counter() - t0,
             history=history,
         )
+
+    def _certify(
+        self, profile: np.ndarray, last_best: dict[str, np.ndarray]
+    ) -> ExploitabilityResult:
+        """The round's certificate, each search also started from its last best response."""
+        return exploitability(
+            self.evaluator,
+            profile,
+            seed=self.seed,
+            seeds=self.seeds,
+            search_seeds=self.search_seeds,
+            held_out=self.held_out,
+            search=self.search,
+            starts=last_best,
+            objective=self.objective,
+        )
+
+    def _step(
+        self,
+        cert: ExploitabilityResult,
+        profile: np.ndarray,
+        steps: np.ndarray,
+        last_step: np.ndarray,
+        last_best: dict[str, np.ndarray],
+    ) -> np.ndarray:
+        """Each station's damped move towards its best response (zero where its gain is
+        immaterial); halves ``steps`` of stations that reverse, records ``last_best``."""
+        step = np.zeros_like(profile)
+        total = max(cert.total_reward, 1e-12)
+        for i, a in enumerate(self.evaluator.network.agent_names):
+            dev = cert.deviations[a]
+            last_best[a] = dev.best_prices[None, :]
+            if dev.gain / total > self.target / (2 * len(steps)):
+                step[i] = dev.best_prices - profile[i]
+                if _cosine(step[i], last_step[i]) < -0.5:  # reversal: damp this station
+                    steps[i] = max(self.min_damping, steps[i] / 2)
+        return step * steps[:, None]
+
+    def _record(
+        self, cert: ExploitabilityResult, rounds: int, start_evals: int, steps: np.ndarray
+    ) -> dict[str, Any]:
+        """The round's history entry (printed when ``verbose``)."""
+        if self.verbose:
+            print(
+                f"round {rounds}: relative NashConv {cert.relative_nash_conv:.2%}, "
+                f"total revenue {cert.total_reward:.0f}",
+                flush=True,
+            )
+        return {
+            "round": rounds,
+            "prices": {a: v.tolist() for a, v in cert.prices.items()},
+            "total_reward": cert.total_reward,
+            "relative_nash_conv": cert.relative_nash_conv,
+            "evaluations": self.evaluator.evaluations - start_evals,
+            "damping": steps.tolist(),
+        }
+
+
+def start_profile(evaluator: BatchEvaluator, initial_prices: dict[str, Any] | None) -> np.ndarray:
+    """``initial_prices`` as an ``(n_agents, n_periods)`` array, or each station's
+    mid-bound price in every period."""
+    if initial_prices is not None:
+        return evaluator.as_array(initial_prices)
+    nd = evaluator.network
+    mids = [[(lo + hi) / 2] * nd.n_periods for lo, hi in nd.price_bounds.values()]
+    return np.array(mids, dtype=float)
 
 
 def _cosine(u: np.ndarray, v: np.ndarray) -> float:

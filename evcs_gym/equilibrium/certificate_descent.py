@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from evcs_gym.equilibrium.best_response import SolverResult
+from evcs_gym.equilibrium.best_response import SolverResult, start_profile
 from evcs_gym.equilibrium.certificate import ExploitabilityResult
 from evcs_gym.equilibrium.evaluation import BatchEvaluator
 from evcs_gym.equilibrium.exploitability import exploitability
@@ -109,7 +109,7 @@ class CertificateDescent:
         nd = self.evaluator.network
         t0 = time.perf_counter()
         start_evals = self.evaluator.evaluations
-        profile = self._start(initial_prices)
+        profile = start_profile(self.evaluator, initial_prices)
         cert = self._certify(profile)
         history = [self._record(cert, None, True, start_evals)]
         steps = dict.fromkeys(nd.agent_names, self.step)
@@ -138,13 +138,6 @@ class CertificateDescent:
             history=history,
             method="certificate descent",
         )
-
-    def _start(self, initial_prices: dict[str, Any] | None) -> np.ndarray:
-        nd = self.evaluator.network
-        if initial_prices is not None:
-            return self.evaluator.as_array(initial_prices)
-        mids = [[(lo + hi) / 2] * nd.n_periods for lo, hi in nd.price_bounds.values()]
-        return np.array(mids, dtype=float)
 
     def _certify(self, profile: np.ndarray) -> ExploitabilityResult:
         """The profile's certificate, its searches started from every known deviation."""
