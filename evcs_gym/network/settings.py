@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -572,75 +572,103 @@ def convert_setting(name: str, value: Any, source: str = "settings") -> Any:
         ScenarioError: a value of the wrong type, named with ``source`` and ``name``.
     """
     where = f"{source}: `{name}`"
-    if name in _INT_KEYS:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or value != int(value)
-        ):
-            raise ScenarioError(f"{where} must be an integer, got {value!r}")
-        return int(value)
-    if name in _FLOAT_KEYS:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ScenarioError(f"{where} must be a number, got {value!r}")
-        if not math.isfinite(value):
-            raise ScenarioError(f"{where} must be finite, got {value!r}")
-        return float(value)
-    if name in ("ue_price_aware_start", "station_taste_logit", "station_taste_quasi_random"):
-        if not isinstance(value, (bool, np.bool_)):
-            raise ScenarioError(f"{where} must be true or false, got {value!r}")
-        return bool(value)
-    if name == "network_name":
-        if not isinstance(value, str):
-            raise ScenarioError(f"{where} must be a string, got {value!r}")
-        return value
-    if name in (
-        "warm_start_price",
-        "charging_outside_cost",
-        "charging_chargers",
-        "ue_price_aware_start_gap",
-        "ue_stop_settled_ratio",
-    ):
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ScenarioError(f"{where} must be a number or null, got {value!r}")
-        if not math.isfinite(value):
-            raise ScenarioError(f"{where} must be finite, got {value!r}")
-        return float(value)
-    if name == "charging_nodes":
-        if not isinstance(value, dict):
-            raise ScenarioError(f"{where} must map station node -> [price_min, price_max]")
-        out: dict[str, tuple[float, float]] = {}
-        for node, bounds in value.items():
-            ok = isinstance(bounds, (list, tuple)) and len(bounds) == 2
-            ok = ok and all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
-            if not ok:
-                raise ScenarioError(
-                    f"{where}[{node!r}] must be [price_min, price_max], got {bounds!r}"
-                )
-            out[str(node)] = (float(bounds[0]), float(bounds[1]))
-        return out
-    if name == "station_overrides":
-        if not isinstance(value, dict):
-            raise ScenarioError(
-                f"{where} must map station node -> {{length, free_flow_speed, ...}}"
-            )
-        overrides: dict[str, StationOverride] = {}
-        allowed = {f.name for f in dataclasses.fields(StationOverride)}
-        for node, spec in value.items():
-            if isinstance(spec, StationOverride):
-                overrides[str(node)] = spec
-                continue
-            if not isinstance(spec, dict) or set(spec) - allowed:
-                raise ScenarioError(
-                    f"{where}[{node!r}] must be a mapping with keys from {sorted(allowed)}, "
-                    f"got {spec!r}"
-                )
-            for key, v in spec.items():
-                if v is not None and (isinstance(v, bool) or not v > 0):
-                    raise ScenarioError(f"{where}[{node!r}].{key} must be positive, got {v!r}")
-            overrides[str(node)] = StationOverride(**spec)
-        return overrides
+    for keys, convert in _CONVERTERS:
+        if name in keys:
+            return convert(value, where)
     raise AssertionError(f"unhandled settings key {name}")  # pragma: no cover
+
+
+def _to_int(value: Any, where: str) -> int:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value != int(value)
+    ):
+        raise ScenarioError(f"{where} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _to_float(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(f"{where} must be a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ScenarioError(f"{where} must be finite, got {value!r}")
+    return float(value)
+
+
+def _to_optional_float(value: Any, where: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ScenarioError(f"{where} must be a number or null, got {value!r}")
+    if not math.isfinite(value):
+        raise ScenarioError(f"{where} must be finite, got {value!r}")
+    return float(value)
+
+
+def _to_bool(value: Any, where: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ScenarioError(f"{where} must be true or false, got {value!r}")
+    return bool(value)
+
+
+def _to_str(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ScenarioError(f"{where} must be a string, got {value!r}")
+    return value
+
+
+def _to_price_bounds(value: Any, where: str) -> dict[str, tuple[float, float]]:
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{where} must map station node -> [price_min, price_max]")
+    out: dict[str, tuple[float, float]] = {}
+    for node, bounds in value.items():
+        ok = isinstance(bounds, (list, tuple)) and len(bounds) == 2
+        ok = ok and all(isinstance(b, (int, float)) and not isinstance(b, bool) for b in bounds)
+        if not ok:
+            raise ScenarioError(f"{where}[{node!r}] must be [price_min, price_max], got {bounds!r}")
+        out[str(node)] = (float(bounds[0]), float(bounds[1]))
+    return out
+
+
+def _to_station_overrides(value: Any, where: str) -> dict[str, StationOverride]:
+    if not isinstance(value, dict):
+        raise ScenarioError(f"{where} must map station node -> {{length, free_flow_speed, ...}}")
+    overrides: dict[str, StationOverride] = {}
+    allowed = {f.name for f in dataclasses.fields(StationOverride)}
+    for node, spec in value.items():
+        if isinstance(spec, StationOverride):
+            overrides[str(node)] = spec
+            continue
+        if not isinstance(spec, dict) or set(spec) - allowed:
+            raise ScenarioError(
+                f"{where}[{node!r}] must be a mapping with keys from {sorted(allowed)}, "
+                f"got {spec!r}"
+            )
+        for key, v in spec.items():
+            if v is not None and (isinstance(v, bool) or not v > 0):
+                raise ScenarioError(f"{where}[{node!r}].{key} must be positive, got {v!r}")
+        overrides[str(node)] = StationOverride(**spec)
+    return overrides
+
+
+_CONVERTERS: tuple[tuple[Collection[str], Callable[[Any, str], Any]], ...] = (
+    (_INT_KEYS, _to_int),
+    (_FLOAT_KEYS, _to_float),
+    (("ue_price_aware_start", "station_taste_logit", "station_taste_quasi_random"), _to_bool),
+    (("network_name",), _to_str),
+    (
+        (
+            "warm_start_price",
+            "charging_outside_cost",
+            "charging_chargers",
+            "ue_price_aware_start_gap",
+            "ue_stop_settled_ratio",
+        ),
+        _to_optional_float,
+    ),
+    (("charging_nodes",), _to_price_bounds),
+    (("station_overrides",), _to_station_overrides),
+)
+"""Each setting's converter, by the keys it converts."""
