@@ -10,13 +10,17 @@ treats the certificate -- the relative NashConv that
 1. certify the current profile;
 2. move the station with the largest gain a fraction ``step`` of the way to its best
    response, and certify the moved profile;
-3. keep the move only if the certificate falls; otherwise halve that station's step
-   and try the next station, until every station's step is below ``min_step``.
+3. keep the move only if the certificate falls, otherwise halve that station's step;
+   the next try goes to the station with the largest gain whose step is still at least
+   ``min_step``, until there is none.
 
 Every certificate's searches also start from the best deviations found so far (up to
 ``memory`` a station), so a move is kept only if it defeats every deviation already
-known, not just the ones one search path happened to find: the answer does not ride on
-one search's luck, which a descent on a lower bound would otherwise reward.
+known, not just the ones one search path happened to find. That narrows the winner's
+curse of a descent on a lower bound, but does not remove it: attack the answer on
+another search path. On ``tiny_market``, from N, the descent's answer certified at
+1.39 % on its own path and at 1.75 % on another (N: 1.62 %): there the certificate's
+floor is the payoff's own roughness, not the solver.
 """
 
 from __future__ import annotations
@@ -59,8 +63,10 @@ class CertificateDescent:
         >>> nd = evcs_gym.load_scenario("tiny")
         >>> descent = CertificateDescent(nd, max_steps=2, resolution=1 / 24)
         >>> res = descent.solve({"A": [2.0] * 4, "B": [2.0] * 4})
-        >>> len(res.history), res.history[1]["accepted"] in (True, False)
-        (2, True)
+        >>> len(res.history)
+        2
+        >>> res.relative_nash_conv <= res.history[0]["relative_nash_conv"]  # never worse
+        True
     """
 
     def __init__(
@@ -109,6 +115,7 @@ class CertificateDescent:
         nd = self.evaluator.network
         t0 = time.perf_counter()
         start_evals = self.evaluator.evaluations
+        self._known = {}
         profile = start_profile(self.evaluator, initial_prices)
         cert = self._certify(profile)
         history = [self._record(cert, None, True, start_evals)]
