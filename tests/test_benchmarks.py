@@ -480,6 +480,8 @@ def test_payoff_roughness_separates_a_spike_from_the_smooth_gain(load_script):
     assert row["spike"] > 0.012 and row["seed_correlation"] > 0.99  # the fit takes a little
     assert abs(row["smooth_gain"] - 0.009) < 0.002  # the fitted curve's rise from 0.9 to 1.2
     assert row["raw_gain"] > row["smooth_gain"] + 0.005  # the raw gain counts the spike
+    around = study.line_grid(None, (0.3, 0.1), 0.5, (0.4, 2.4))  # clipped at the floor
+    assert around.tolist() == [0.4, 0.5, 0.6, 0.7, 0.8]
 
 
 def test_payoff_roughness_measures_every_line_of_a_game(load_script, tmp_path, capsys):

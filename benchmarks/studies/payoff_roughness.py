@@ -14,8 +14,10 @@ remove the spikes either.
 
 The ``--variants`` are the game's levers, each a settings override of the scenario.
 
-Run: ``python benchmarks/studies/payoff_roughness.py --scenario tiny_market --seeds 2
---workers 2 --out benchmarks/results/payoff_roughness_tiny_market.md``.
+Run: ``python benchmarks/studies/payoff_roughness.py --scenario tiny_market --grid 0.90
+1.50 0.01 --seeds 2 --workers 2 --out benchmarks/results/payoff_roughness_tiny_market.md``
+(without ``--grid`` each line spans ``--around`` its own price, for games whose prices
+lie elsewhere, e.g. ``--scenario siouxfalls_market --variants shipped``).
 """
 
 from __future__ import annotations
@@ -73,8 +75,25 @@ def roughness(grid: np.ndarray, current: float, x0: float, revenue: np.ndarray) 
     return row
 
 
+def line_grid(
+    grid: np.ndarray | None, around: tuple[float, float], x0: float, bounds: tuple[float, float]
+) -> np.ndarray:
+    """``grid``, or (``grid`` None) prices within ``around[0]`` of ``x0`` in steps of
+    ``around[1]``, clipped to the station's ``bounds``."""
+    if grid is not None:
+        return grid
+    span, step = around
+    low, high = max(bounds[0], x0 - span), min(bounds[1], x0 + span)
+    return np.round(np.arange(low, high + step / 2, step), 6)
+
+
 def measure(
-    nd: Any, base: np.ndarray, grid: np.ndarray, seeds: list[int], workers: int
+    nd: Any,
+    base: np.ndarray,
+    grid: np.ndarray | None,
+    seeds: list[int],
+    workers: int,
+    around: tuple[float, float] = (0.3, 0.01),
 ) -> list[dict[str, Any]]:
     """Every station's line in every period, on ``seeds``."""
     rows = []
@@ -82,10 +101,11 @@ def measure(
         evaluator = BatchEvaluator(pool)
         for i, station in enumerate(nd.agent_names):
             for period in range(nd.n_periods):
-                profiles = line_profiles(base, i, period, grid)
+                prices = line_grid(grid, around, base[i, period], nd.price_bounds[station])
+                profiles = line_profiles(base, i, period, prices)
                 revenue = np.array([evaluator.rewards(profiles, s)[:, i] for s in seeds])
                 current = float(revenue[:, 0].mean())
-                row = roughness(grid, current, base[i, period], revenue[:, 1:])
+                row = roughness(prices, current, base[i, period], revenue[:, 1:])
                 rows.append({"station": station, "period": period + 1, **row})
     return rows
 
@@ -131,15 +151,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--scenario", default="tiny_market")
     p.add_argument("--prices", help="JSON {station: prices} (default: the game's Nash reference)")
     p.add_argument(
-        "--grid", type=float, nargs=3, default=[0.90, 1.50, 0.01], metavar=("LOW", "HIGH", "STEP")
+        "--grid",
+        type=float,
+        nargs=3,
+        default=None,
+        metavar=("LOW", "HIGH", "STEP"),
+        help="the same prices on every line (default: --around each line's price)",
+    )
+    p.add_argument(
+        "--around",
+        type=float,
+        nargs=2,
+        default=[0.3, 0.01],
+        metavar=("SPAN", "STEP"),
+        help="each line from its price minus SPAN to plus SPAN, within the bounds",
     )
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", help="write the table here, and the lines beside it as JSON")
     args = p.parse_args(argv)
-    low, high, step = args.grid
-    grid = np.round(np.arange(low, high + step / 2, step), 6)
+    grid = None
+    if args.grid is not None:
+        low, high, step = args.grid
+        grid = np.round(np.arange(low, high + step / 2, step), 6)
     results: dict[str, Any] = {}
     for name in args.variants:
         nd = evcs_gym.load_scenario(args.scenario, **VARIANTS[name])
@@ -150,7 +185,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             prices = refs.nash
         base = np.array([prices[a] for a in nd.agent_names], dtype=float)
         t0 = time.perf_counter()
-        rows = measure(nd, base, grid, list(range(args.seeds)), args.workers)
+        rows = measure(nd, base, grid, list(range(args.seeds)), args.workers, tuple(args.around))
         results[name] = {
             "overrides": VARIANTS[name],
             "lines": rows,
