@@ -496,3 +496,5 @@ def test_payoff_roughness_measures_every_line_of_a_game(load_script, tmp_path, c
     assert all(r["sd"] >= 0 and -1 < r["seed_correlation"] <= 1 for r in lines)
     assert "| shipped |" in out.read_text() and out.with_suffix(".json").exists()
     assert "The lines of shipped" in capsys.readouterr().out
+    one = study.main([*argv, "--variants", "shipped", "--workers", "1", "--lines", "B:2"])
+    assert [(r["station"], r["period"]) for r in one["shipped"]["lines"]] == [("B", 2)]

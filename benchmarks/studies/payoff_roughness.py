@@ -94,13 +94,17 @@ def measure(
     seeds: list[int],
     workers: int,
     around: tuple[float, float] = (0.3, 0.01),
+    lines: set[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every station's line in every period, on ``seeds``."""
+    """Every station's line in every period (or only ``lines``, ``"STATION:PERIOD"``
+    with periods from 1), on ``seeds``."""
     rows = []
     with ParallelEvaluatorPool(nd, workers) as pool:
         evaluator = BatchEvaluator(pool)
         for i, station in enumerate(nd.agent_names):
             for period in range(nd.n_periods):
+                if lines is not None and f"{station}:{period + 1}" not in lines:
+                    continue
                 prices = line_grid(grid, around, base[i, period], nd.price_bounds[station])
                 profiles = line_profiles(base, i, period, prices)
                 revenue = np.array([evaluator.rewards(profiles, s)[:, i] for s in seeds])
@@ -166,6 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         metavar=("SPAN", "STEP"),
         help="each line from its price minus SPAN to plus SPAN, within the bounds",
     )
+    p.add_argument("--lines", nargs="+", help="only these lines, STATION:PERIOD (from 1)")
     p.add_argument("--seeds", type=int, default=2)
     p.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--workers", type=int, default=2)
@@ -185,7 +190,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             prices = refs.nash
         base = np.array([prices[a] for a in nd.agent_names], dtype=float)
         t0 = time.perf_counter()
-        rows = measure(nd, base, grid, list(range(args.seeds)), args.workers, tuple(args.around))
+        lines = None if args.lines is None else set(args.lines)
+        seeds = list(range(args.seeds))
+        rows = measure(nd, base, grid, seeds, args.workers, tuple(args.around), lines)
         results[name] = {
             "overrides": VARIANTS[name],
             "lines": rows,
