@@ -67,7 +67,53 @@ class SolverResult:
         return f"{head}\n{prices}\n{self.certificate.summary()}"
 
 
-class BestResponseDynamics:
+class CertifiedSolver:
+    """What the reference solvers share: the evaluator, the target and the certificate
+    (its deviation search and seeds) that judges every profile they visit."""
+
+    def __init__(
+        self,
+        pool_or_data: Any,
+        *,
+        target: float,
+        search: SearchSpec,
+        budget: int | None,
+        seed: int,
+        seeds: int | Sequence[int] | None,
+        search_seeds: int,
+        held_out: bool,
+        verbose: bool,
+    ) -> None:
+        if target < 0:
+            raise ValueError(f"`target` must be >= 0, got {target}")
+        self.evaluator = BatchEvaluator(pool_or_data)
+        self.target = target
+        self.search = search
+        self.budget = budget
+        self.seed = seed
+        self.seeds = seeds
+        self.search_seeds = search_seeds
+        self.held_out = held_out
+        self.verbose = verbose
+
+    def _certificate(
+        self, profile: np.ndarray, starts: dict[str, Any], objective: Objective = "own"
+    ) -> ExploitabilityResult:
+        """The profile's certificate, each station's search also started from ``starts``."""
+        return exploitability(
+            self.evaluator,
+            profile,
+            seed=self.seed,
+            seeds=self.seeds,
+            search_seeds=self.search_seeds,
+            held_out=self.held_out,
+            search=self.search,
+            starts=starts,
+            objective=objective,
+        )
+
+
+class BestResponseDynamics(CertifiedSolver):
     """Damped Jacobi best-response dynamics with a simulator-verified stopping certificate.
 
     Args:
@@ -134,23 +180,23 @@ class BestResponseDynamics:
         min_damping = damping if min_damping is None else min_damping
         if not 0 < min_damping <= damping:
             raise ValueError(f"`min_damping` must be in (0, damping], got {min_damping}")
-        if target < 0:
-            raise ValueError(f"`target` must be >= 0, got {target}")
-        self.evaluator = BatchEvaluator(pool_or_data)
-        self.target = target
+        super().__init__(
+            pool_or_data,
+            target=target,
+            search=resolve_search(
+                search, budget=budget_per_station, grid=grid, resolution=resolution
+            ),
+            budget=budget,
+            seed=seed,
+            seeds=seeds,
+            search_seeds=search_seeds,
+            held_out=held_out,
+            verbose=verbose,
+        )
         self.damping = damping
         self.min_damping = min_damping
-        self.search = resolve_search(
-            search, budget=budget_per_station, grid=grid, resolution=resolution
-        )
         self.max_rounds = max_rounds
-        self.budget = budget
-        self.seed = seed
-        self.seeds = seeds
-        self.search_seeds = search_seeds
-        self.held_out = held_out
         self.objective = check_objective(objective)
-        self.verbose = verbose
 
     def solve(self, initial_prices: dict[str, Any] | None = None) -> SolverResult:
         """Run the dynamics from ``initial_prices`` (default: each station's mid-bound)."""
@@ -164,9 +210,9 @@ class BestResponseDynamics:
         last_step = np.zeros_like(profile)
         last_best: dict[str, np.ndarray] = {}
         for rounds in range(1, self.max_rounds + 1):
-            cert = self._certify(profile, last_best)
+            cert = self._certificate(profile, last_best, self.objective)
             history.append(self._record(cert, rounds, start_evals, steps))
-            if best is None or _key(cert) < _key(best):
+            if best is None or certificate_key(cert) < certificate_key(best):
                 best = cert
             if cert.relative_nash_conv <= self.target:
                 converged = True
@@ -186,22 +232,6 @@ class BestResponseDynamics:
             evaluations=self.evaluator.evaluations - start_evals,
             seconds=time.perf_counter() - t0,
             history=history,
-        )
-
-    def _certify(
-        self, profile: np.ndarray, last_best: dict[str, np.ndarray]
-    ) -> ExploitabilityResult:
-        """The round's certificate, each search also started from its last best response."""
-        return exploitability(
-            self.evaluator,
-            profile,
-            seed=self.seed,
-            seeds=self.seeds,
-            search_seeds=self.search_seeds,
-            held_out=self.held_out,
-            search=self.search,
-            starts=last_best,
-            objective=self.objective,
         )
 
     def _step(
@@ -260,6 +290,7 @@ def _cosine(u: np.ndarray, v: np.ndarray) -> float:
     return float(u @ v) / norm if norm > 0 else 0.0
 
 
-def _key(cert: ExploitabilityResult) -> float:
+def certificate_key(cert: ExploitabilityResult) -> float:
+    """A certificate's relative NashConv for ordering, ``inf`` where it is undefined."""
     value = cert.relative_nash_conv
     return value if math.isfinite(value) else math.inf

@@ -25,23 +25,25 @@ floor is the payoff's own roughness, not the solver.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from evcs_gym.equilibrium.best_response import SolverResult, start_profile
+from evcs_gym.equilibrium.best_response import (
+    CertifiedSolver,
+    SolverResult,
+    certificate_key,
+    start_profile,
+)
 from evcs_gym.equilibrium.certificate import ExploitabilityResult
-from evcs_gym.equilibrium.evaluation import BatchEvaluator
-from evcs_gym.equilibrium.exploitability import exploitability
 from evcs_gym.equilibrium.search_spec import SearchSpec, resolve_search
 
 __all__ = ["CertificateDescent"]
 
 
-class CertificateDescent:
+class CertificateDescent(CertifiedSolver):
     """Accept-if-improves steps towards best responses, each verified in the simulator.
 
     Args:
@@ -93,21 +95,21 @@ class CertificateDescent:
             raise ValueError(f"`min_step` must be in (0, step], got {min_step}")
         if memory < 1:
             raise ValueError(f"`memory` must be >= 1, got {memory}")
-        if target < 0:
-            raise ValueError(f"`target` must be >= 0, got {target}")
-        self.evaluator = BatchEvaluator(pool_or_data)
-        self.target = target
+        super().__init__(
+            pool_or_data,
+            target=target,
+            search=resolve_search(search, resolution=resolution),
+            budget=budget,
+            seed=seed,
+            seeds=seeds,
+            search_seeds=search_seeds,
+            held_out=held_out,
+            verbose=verbose,
+        )
         self.step = step
         self.min_step = min_step
         self.memory = memory
-        self.search = resolve_search(search, resolution=resolution)
         self.max_steps = max_steps
-        self.budget = budget
-        self.seed = seed
-        self.seeds = seeds
-        self.search_seeds = search_seeds
-        self.held_out = held_out
-        self.verbose = verbose
         self._known: dict[str, list[np.ndarray]] = {}
 
     def solve(self, initial_prices: dict[str, Any] | None = None) -> SolverResult:
@@ -128,7 +130,7 @@ class CertificateDescent:
             moved = profile.copy()
             moved[i] += steps[station] * (cert.deviations[station].best_prices - profile[i])
             trial = self._certify(moved)
-            accepted = _key(trial) < _key(cert)
+            accepted = certificate_key(trial) < certificate_key(cert)
             history.append(self._record(trial, (station, steps[station]), accepted, start_evals))
             if accepted:
                 profile, cert = moved, trial
@@ -148,17 +150,7 @@ class CertificateDescent:
 
     def _certify(self, profile: np.ndarray) -> ExploitabilityResult:
         """The profile's certificate, its searches started from every known deviation."""
-        starts = {a: np.array(v) for a, v in self._known.items()}
-        cert = exploitability(
-            self.evaluator,
-            profile,
-            seed=self.seed,
-            seeds=self.seeds,
-            search_seeds=self.search_seeds,
-            held_out=self.held_out,
-            search=self.search,
-            starts=starts,
-        )
+        cert = self._certificate(profile, {a: np.array(v) for a, v in self._known.items()})
         for a, dev in cert.deviations.items():
             known = self._known.setdefault(a, [])
             if not any(np.array_equal(dev.best_prices, k) for k in known):
@@ -209,8 +201,3 @@ class CertificateDescent:
                 flush=True,
             )
         return entry
-
-
-def _key(cert: ExploitabilityResult) -> float:
-    value = cert.relative_nash_conv
-    return value if math.isfinite(value) else math.inf

@@ -589,22 +589,16 @@ def _to_int(value: Any, where: str) -> int:
     return int(value)
 
 
-def _to_float(value: Any, where: str) -> float:
+def _to_float(value: Any, where: str, kind: str = "a number") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(f"{where} must be a number, got {value!r}")
+        raise ScenarioError(f"{where} must be {kind}, got {value!r}")
     if not math.isfinite(value):
         raise ScenarioError(f"{where} must be finite, got {value!r}")
     return float(value)
 
 
 def _to_optional_float(value: Any, where: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ScenarioError(f"{where} must be a number or null, got {value!r}")
-    if not math.isfinite(value):
-        raise ScenarioError(f"{where} must be finite, got {value!r}")
-    return float(value)
+    return None if value is None else _to_float(value, where, "a number or null")
 
 
 def _to_bool(value: Any, where: str) -> bool:
