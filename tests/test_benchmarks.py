@@ -406,6 +406,25 @@ def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp
     assert "Trial 0 is the shipped recipe" in (tmp_path / "tuning.md").read_text()
 
 
+def test_tune_recipe_baseline_is_the_recipe_or_else_the_package_defaults(load_script):
+    from evcs_gym.baselines import MADDPGConfig
+    from evcs_gym.baselines.recipe import learner_config
+
+    study = load_script("benchmarks/studies", "tune_recipe")
+    assert study.baseline_params("tiny_market", "maddpg")["updates_per_learn"] == 32
+    defaults = learner_config(MADDPGConfig, 600)
+    tiny = study.baseline_params("tiny", "maddpg")  # a 0.2.0 game: no recipe
+    assert tiny == {name: getattr(defaults, name) for name in study.SPACE}
+    assert study.baseline_name("tiny") == "the package's defaults"
+    assert study.baseline_name("tiny_market") == "the shipped recipe"
+    # the space widens to hold the defaults (2 updates; a warm-up of 50 at 200 evaluations)
+    args = study.parse_args(["--scenario", "siouxfalls", "--budget", "200", "--out", "x"])
+    space = study.search_space(args)
+    assert 2 in space["updates_per_learn"].choices and 50 in space["random_warmup"].choices
+    assert 2 not in study.SPACE["updates_per_learn"].choices
+    assert study.new_study(args, []).ask(space)  # a draw from the widened space
+
+
 def test_tune_recipe_resumed_study_draws_settings_of_its_own(load_script):
     study = load_script("benchmarks/studies", "tune_recipe")
     args = study.parse_args(["--scenario", "tiny_market", "--algo", "maddpg", "--out", "x"])

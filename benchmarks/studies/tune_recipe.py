@@ -5,7 +5,8 @@ package's defaults plus the trial's settings) at the game's budget on every ``--
 seed, and scores it by the mean verified NashConv (the converged search, the grid's), the
 quantity the grid reports. The seeds default to 100 and 101, never the grid's reported
 0-4, so that a recipe is confirmed on seeds it was not tuned on. The first trial is the
-game's shipped recipe (``--no-baseline`` skips it), so the study says what it improves.
+game's shipped recipe, or the package's defaults if it has none (``--no-baseline`` skips
+it), so the study says what it improves.
 
 The sampler is Optuna's TPE, seeded. Its first 10 trials are random draws (TPE's
 startup), so a study of 10 trials or fewer is a seeded random search. Every finished
@@ -73,25 +74,65 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--verify-seeds", type=int, default=4)
     p.add_argument("--verify-budget", type=int, default=None, help="None: converged search")
     p.add_argument("--sampler-seed", type=int, default=0)
-    p.add_argument("--no-baseline", action="store_true", help="no first trial of the recipe")
+    p.add_argument(
+        "--transfer-from",
+        metavar="GAME",
+        help="also try GAME's recipe for --algo as the next trial (does it transfer?)",
+    )
+    p.add_argument(
+        "--no-baseline", action="store_true", help="no first trial of the recipe or defaults"
+    )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("runs/tune_recipe"))
     p.add_argument("--resume", action="store_true", help="keep the trials of trials.json")
     return p.parse_args(argv)
 
 
-def baseline_params(scenario: str, algo: str) -> dict[str, Any] | None:
-    """The shipped recipe's settings for ``algo`` on the tuned fields (the rest at their
-    package default), or None if the game has no recipe."""
+def baseline_params(scenario: str, algo: str, budget: int | None = None) -> dict[str, Any]:
+    """The settings ``evcs-gym train`` uses today for ``algo`` on ``scenario`` at ``budget``
+    evaluations (None: the recipe's, else 600), on the tuned fields: the shipped recipe's,
+    or the package's defaults if the game has none."""
     from evcs_gym.baselines import ALGORITHMS
     from evcs_gym.baselines.recipe import learner_config
 
     recipe = game_recipe(scenario)
-    if recipe is None:
-        return None
-    budget = int(recipe.train.get("budget", 600))
-    config = learner_config(ALGORITHMS[algo].config_cls, budget, overrides=recipe.learner(algo))
+    if budget is None:
+        budget = int(recipe.train.get("budget", 600)) if recipe is not None else 600
+    overrides = recipe.learner(algo) if recipe is not None else None
+    config = learner_config(ALGORITHMS[algo].config_cls, budget, overrides=overrides)
     return {name: getattr(config, name) for name in SPACE}
+
+
+def space_with(
+    params: Sequence[Mapping[str, Any]],
+) -> dict[str, optuna.distributions.BaseDistribution]:
+    """:data:`SPACE` widened to hold ``params`` (the baseline and transfer trials: a 0.2.0
+    game's defaults take 2 updates a learning step, a budget of 200 a warm-up of 50)."""
+    space = dict(SPACE)
+    for name, dist in SPACE.items():
+        values = [p[name] for p in params]
+        if isinstance(dist, optuna.distributions.CategoricalDistribution):
+            extra = [v for v in values if v not in dist.choices]
+            space[name] = optuna.distributions.CategoricalDistribution(
+                sorted([*dist.choices, *dict.fromkeys(extra)])
+            )
+        elif isinstance(dist, optuna.distributions.FloatDistribution):
+            low, high = min([dist.low, *values]), max([dist.high, *values])
+            space[name] = optuna.distributions.FloatDistribution(low, high, log=dist.log)
+    return space
+
+
+def search_space(args: argparse.Namespace) -> dict[str, optuna.distributions.BaseDistribution]:
+    """The study's space: :data:`SPACE`, widened to hold its enqueued trials."""
+    fixed = [] if args.no_baseline else [baseline_params(args.scenario, args.algo, budget_of(args))]
+    if args.transfer_from:
+        fixed.append(baseline_params(args.transfer_from, args.algo, budget_of(args)))
+    return space_with(fixed)
+
+
+def baseline_name(scenario: str) -> str:
+    """What trial 0 is: the game's shipped recipe, or the package's defaults."""
+    return "the shipped recipe" if game_recipe(scenario) is not None else "the package's defaults"
 
 
 def train_once(
@@ -150,16 +191,20 @@ def new_study(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) ->
     seeded as the interrupted study's was would replay that study's first random draws."""
     sampler = optuna.samplers.TPESampler(seed=args.sampler_seed + len(records))
     study = optuna.create_study(sampler=sampler)
-    replay(study, records)
+    replay(study, records, search_space(args))
     return study
 
 
-def replay(study: optuna.Study, records: Sequence[Mapping[str, Any]]) -> None:
+def replay(
+    study: optuna.Study,
+    records: Sequence[Mapping[str, Any]],
+    space: Mapping[str, optuna.distributions.BaseDistribution],
+) -> None:
     """Add finished trials of an earlier run to ``study``."""
     for r in records:
         study.add_trial(
             optuna.trial.create_trial(
-                params=dict(r["params"]), distributions=SPACE, value=float(r["value"])
+                params=dict(r["params"]), distributions=dict(space), value=float(r["value"])
             )
         )
 
@@ -174,7 +219,16 @@ def report(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) -> st
         f"draws), {len(records)} trials, budget "
         f"{budget_of(args)} evaluations, training seeds {', '.join(map(str, args.seeds))}; "
         f"objective: mean verified NashConv ({_search(args)}, {args.verify_seeds} seeds)."
-        + (" Trial 0 is the shipped recipe." if records and records[0]["recipe"] else ""),
+        + (
+            f" Trial 0 is {baseline_name(args.scenario)}."
+            if records and records[0]["recipe"]
+            else ""
+        )
+        + "".join(
+            f" Trial {r['number']} is {r['transfer']}'s recipe."
+            for r in records
+            if r.get("transfer")
+        ),
         "",
         "| trial | NashConv % | per seed | Δ per seed | " + " | ".join(names) + " |",
         "|---" * (len(names) + 4) + "|",
@@ -213,20 +267,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         records = json.loads(path.read_text())["trials"]
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = new_study(args, records)
-    baseline = None if args.no_baseline else baseline_params(args.scenario, args.algo)
+    baseline = (
+        None if args.no_baseline else baseline_params(args.scenario, args.algo, budget_of(args))
+    )
     if baseline is not None and not records:
         study.enqueue_trial(baseline)
+    if args.transfer_from and not any(r.get("transfer") for r in records):
+        study.enqueue_trial(baseline_params(args.transfer_from, args.algo, budget_of(args)))
     write_run(args, argv)
+    space = search_space(args)
     while len(records) < args.trials:
-        trial = study.ask(SPACE)
+        trial = study.ask(space)
         record = run_trial(args, len(records), trial.params)
         record["recipe"] = baseline is not None and not records  # the enqueued trial 0
+        record["transfer"] = _is_transfer(args, records, trial.params)
         study.tell(trial, record["value"])
         records.append(record)
         path.write_text(json.dumps({"args": _args(args), "trials": records}, indent=1))
         print(f"trial {record['number']}: {record['value']:.2f} % ({record['minutes']:.1f} min)")
     (args.out / "tuning.md").write_text(report(args, records))
     return 0
+
+
+def _is_transfer(
+    args: argparse.Namespace, records: Sequence[Mapping[str, Any]], params: Mapping[str, Any]
+) -> str | None:
+    """The game whose recipe this trial is (``--transfer-from``'s trial), else None."""
+    if not args.transfer_from or any(r.get("transfer") for r in records):
+        return None
+    recipe = baseline_params(args.transfer_from, args.algo, budget_of(args))
+    return args.transfer_from if dict(params) == recipe else None
 
 
 def write_run(args: argparse.Namespace, argv: Sequence[str] | None) -> None:
