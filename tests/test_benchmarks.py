@@ -404,6 +404,15 @@ def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp
     assert trials[0] == first and len(trials) == 2  # kept, then one new trial
     assert set(trials[1]["params"]) == set(study.SPACE)
     assert "Trial 0 is the shipped recipe" in (tmp_path / "tuning.md").read_text()
+    # --confirm trains a trial's settings on other seeds, once, and reports them
+    confirm = [*argv[:5], "102", *argv[6:], "--confirm", "1"]
+    assert study.main(confirm) == 0 and study.main(confirm) == 0
+    data = json.loads((tmp_path / "trials.json").read_text())
+    (runs,) = data["trials"][1]["confirmed"].values()
+    assert [r["seed"] for r in runs["runs"]] == [102] and data["args"]["seeds"] == [100]
+    assert data["trials"][0] == first  # the others untouched
+    tuning = (tmp_path / "tuning.md").read_text()
+    assert "training seeds 100;" in tuning and "| 1 | 102 |" in tuning
 
 
 def test_tune_recipe_baseline_is_the_recipe_or_else_the_package_defaults(load_script):

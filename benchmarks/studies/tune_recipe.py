@@ -22,6 +22,10 @@ learning rates, the exploration noise and its decay, the batch, the target-netwo
 and the replay buffer's size (an independent critic sees its rivals only through its
 rows, so old rows describe rivals that have moved on: IDDPG's default keeps 256).
 
+``--confirm TRIAL ... --seeds 0 1 2 3 4`` trains chosen trials' settings on other seeds
+(the grid's) and adds the runs to ``trials.json`` and ``tuning.md``: a candidate confirmed
+on seeds it was not chosen on.
+
 Output in ``--out``: ``trials.json`` (each trial's settings, whether it is the shipped
 recipe, per-seed NashConv, Δ and raw simulations), ``logs/`` (each training run's
 output), ``tuning.md`` (the trials ranked, the best as a recipe table) and ``run.json``
@@ -81,6 +85,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument(
         "--no-baseline", action="store_true", help="no first trial of the recipe or defaults"
+    )
+    p.add_argument(
+        "--confirm",
+        nargs="+",
+        type=int,
+        metavar="TRIAL",
+        help="no new trials: train these trials' settings on --seeds (the grid's) and record them",
     )
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--out", type=Path, default=Path("runs/tune_recipe"))
@@ -243,7 +254,38 @@ def report(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) -> st
         lines += ["", f"Best (trial {best['number']}), as a recipe table:", "", "```toml"]
         lines += [f"[{args.algo}]"] + [f"{k} = {_fmt(v)}" for k, v in best["params"].items()]
         lines += ["```"]
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *confirmation_report(records)]) + "\n"
+
+
+def confirmation_report(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``tuning.md``'s lines on the trials confirmed on other seeds (``--confirm``)."""
+    confirmed = [(r, seeds, c) for r in records for seeds, c in r.get("confirmed", {}).items()]
+    if not confirmed:
+        return []
+    lines = ["", "## Confirmed on other seeds (`--confirm`)", ""]
+    lines += ["| trial | seeds | NashConv % | per seed | Δ per seed |", "|---|---|---|---|---|"]
+    for r, seeds, c in sorted(confirmed, key=lambda x: (x[1], x[2]["value"])):
+        per_seed = ", ".join(f"{x['nash_conv_pct']:.2f}" for x in c["runs"])
+        deltas = ", ".join("-" if x["delta"] is None else f"{x['delta']:.2f}" for x in c["runs"])
+        lines.append(f"| {r['number']} | {seeds} | {c['value']:.2f} | {per_seed} | {deltas} |")
+    return lines
+
+
+def confirm(args: argparse.Namespace, data: dict[str, Any], path: Path) -> None:
+    """Train each ``--confirm`` trial's settings on ``--seeds`` once (seeds it was not
+    chosen on, such as the grid's), recording the runs in the trial's ``confirmed``."""
+    key = " ".join(map(str, args.seeds))
+    for number in args.confirm:
+        record = data["trials"][number]
+        done = record.setdefault("confirmed", {})
+        if key in done:
+            continue
+        result = run_trial(args, number, record["params"])
+        done[key] = {k: result[k] for k in ("value", "runs", "minutes")}
+        path.write_text(json.dumps(data, indent=1))
+        print(
+            f"trial {number} on seeds {key}: {result['value']:.2f} % ({result['minutes']:.1f} min)"
+        )
 
 
 def _search(args: argparse.Namespace) -> str:
@@ -262,6 +304,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "trials.json"
+    if args.confirm:
+        data = json.loads(path.read_text())
+        write_run(args, argv)
+        confirm(args, data, path)
+        tuned = argparse.Namespace(**{**data["args"], "out": args.out})
+        (args.out / "tuning.md").write_text(report(tuned, data["trials"]))
+        return 0
     records: list[dict[str, Any]] = []
     if args.resume and path.exists():
         records = json.loads(path.read_text())["trials"]
