@@ -231,7 +231,7 @@ def report(args: argparse.Namespace, records: Sequence[Mapping[str, Any]]) -> st
         f"{budget_of(args)} evaluations, training seeds {', '.join(map(str, args.seeds))}; "
         f"objective: mean verified NashConv ({_search(args)}, {args.verify_seeds} seeds)."
         + (
-            f" Trial 0 is {baseline_name(args.scenario)}."
+            f" Trial 0 is {records[0].get('baseline', 'the shipped recipe')}."
             if records and records[0]["recipe"]
             else ""
         )
@@ -329,6 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         trial = study.ask(space)
         record = run_trial(args, len(records), trial.params)
         record["recipe"] = baseline is not None and not records  # the enqueued trial 0
+        if record["recipe"]:
+            record["baseline"] = baseline_name(args.scenario)  # as the game was then
         record["transfer"] = _is_transfer(args, records, trial.params)
         study.tell(trial, record["value"])
         records.append(record)
