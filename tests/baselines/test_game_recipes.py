@@ -12,7 +12,7 @@ from evcs_gym.baselines.registry import ALGORITHM_NAMES, load_algorithm
 
 
 def test_the_market_games_ship_a_recipe():
-    assert {"tiny_market", "siouxfalls_market"} <= set(recipe_names())
+    assert {"tiny", "tiny_market", "siouxfalls_market"} <= set(recipe_names())
 
 
 @pytest.mark.parametrize("game", recipe_names())
