@@ -422,9 +422,10 @@ def test_tune_recipe_baseline_is_the_recipe_or_else_the_package_defaults(load_sc
     study = load_script("benchmarks/studies", "tune_recipe")
     assert study.baseline_params("tiny_market", "maddpg")["updates_per_learn"] == 32
     defaults = learner_config(MADDPGConfig, 600)
-    tiny = study.baseline_params("tiny", "maddpg")  # a 0.2.0 game: no recipe
-    assert tiny == {name: getattr(defaults, name) for name in study.SPACE}
-    assert study.baseline_name("tiny") == "the package's defaults"
+    sioux = study.baseline_params("siouxfalls", "maddpg")  # a 0.2.0 game without a recipe
+    assert sioux == {name: getattr(defaults, name) for name in study.SPACE}
+    assert study.baseline_name("siouxfalls") == "the package's defaults"
+    assert study.baseline_params("tiny", "maddpg")["updates_per_learn"] == 4  # tiny's recipe
     assert study.baseline_name("tiny_market") == "the shipped recipe"
     # the space widens to hold the defaults (2 updates; a warm-up of 50 at 200 evaluations)
     args = study.parse_args(["--scenario", "siouxfalls", "--budget", "200", "--out", "x"])

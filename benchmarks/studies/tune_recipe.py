@@ -271,9 +271,13 @@ def confirmation_report(records: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
-def confirm(args: argparse.Namespace, data: dict[str, Any], path: Path) -> None:
+def confirm(args: argparse.Namespace, path: Path) -> None:
     """Train each ``--confirm`` trial's settings on ``--seeds`` once (seeds it was not
-    chosen on, such as the grid's), recording the runs in the trial's ``confirmed``."""
+    chosen on, such as the grid's), recording the runs in the trial's ``confirmed`` in
+    ``path`` (``trials.json``), and rewrite ``tuning.md``."""
+    if not path.exists():
+        raise SystemExit(f"--confirm needs a study in --out {args.out}: no {path.name} there")
+    data = json.loads(path.read_text())
     key = " ".join(map(str, args.seeds))
     for number in args.confirm:
         record = data["trials"][number]
@@ -286,6 +290,8 @@ def confirm(args: argparse.Namespace, data: dict[str, Any], path: Path) -> None:
         print(
             f"trial {number} on seeds {key}: {result['value']:.2f} % ({result['minutes']:.1f} min)"
         )
+    tuned = argparse.Namespace(**{**data["args"], "out": args.out})  # the study's settings
+    (args.out / "tuning.md").write_text(report(tuned, data["trials"]))
 
 
 def _search(args: argparse.Namespace) -> str:
@@ -305,11 +311,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "trials.json"
     if args.confirm:
-        data = json.loads(path.read_text())
         write_run(args, argv)
-        confirm(args, data, path)
-        tuned = argparse.Namespace(**{**data["args"], "out": args.out})
-        (args.out / "tuning.md").write_text(report(tuned, data["trials"]))
+        confirm(args, path)
         return 0
     records: list[dict[str, Any]] = []
     if args.resume and path.exists():
