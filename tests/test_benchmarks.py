@@ -413,6 +413,8 @@ def test_tune_recipe_scores_trials_on_its_own_seeds_and_resumes(load_script, tmp
     assert data["trials"][0] == first  # the others untouched
     tuning = (tmp_path / "tuning.md").read_text()
     assert "training seeds 100;" in tuning and "| 1 | 102 |" in tuning
+    commands = json.loads((tmp_path / "run.json").read_text())["commands"]
+    assert ["--confirm" in c["command"] for c in commands] == [False, False, True, True]
 
 
 def test_tune_recipe_baseline_is_the_recipe_or_else_the_package_defaults(load_script):

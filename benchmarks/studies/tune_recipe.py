@@ -354,9 +354,11 @@ def _is_transfer(
 
 
 def write_run(args: argparse.Namespace, argv: Sequence[str] | None) -> None:
-    """``run.json``: every command that wrote into ``--out``."""
+    """``run.json``: every command that wrote into ``--out`` (a new study starts it afresh;
+    ``--resume`` and ``--confirm`` add to the study there)."""
     path = args.out / "run.json"
-    run = json.loads(path.read_text()) if args.resume and path.exists() else {"commands": []}
+    adds = args.resume or bool(args.confirm)
+    run = json.loads(path.read_text()) if adds and path.exists() else {"commands": []}
     command = " ".join(["python benchmarks/studies/tune_recipe.py", *(argv or sys.argv[1:])])
     run["commands"].append({"command": command, "date": time.strftime("%Y-%m-%d %H:%M")})
     path.write_text(json.dumps(run, indent=1))
