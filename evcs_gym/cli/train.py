@@ -406,7 +406,9 @@ def resolve_recipe(args: argparse.Namespace, game: str) -> tuple[GameRecipe | No
         else game_recipe(game) if args.recipe == "auto"
         else load_recipe(args.recipe)
     )  # fmt: skip
-    train = dict(recipe.train) if recipe is not None else {}
+    if args.algo is None:
+        args.algo = recipe.train.get("algo", DEFAULTS["algo"]) if recipe else DEFAULTS["algo"]
+    train = recipe.train_for(args.algo) if recipe is not None else {}
     for key, default in DEFAULTS.items():
         if getattr(args, key) is None:
             setattr(args, key, train.get(key, default))
@@ -438,7 +440,7 @@ def describe_recipe(
     if recipe is None:
         return f"recipe: none (the package's defaults), {algo}"
     line = recipe.describe(algo)
-    sets = {**DEFAULTS, **recipe.train, **recipe.learner(algo)}
+    sets = {**DEFAULTS, **recipe.train_for(algo), **recipe.learner(algo)}
     overrides = {k: v for k, v in (resolved or {}).items() if sets.get(k) != v}
     if overrides:
         line += "; flags override: " + ", ".join(f"{k}={v}" for k, v in overrides.items())

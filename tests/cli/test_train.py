@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import evcs_gym
+from evcs_gym.baselines.game_recipes import game_recipe
 from evcs_gym.baselines.recipe import (
     verification_plan,
 )
@@ -174,3 +175,22 @@ def test_train_without_a_recipe_keeps_the_package_defaults():
     assert (args.algo, args.budget, args.rounds) == ("maddpg", 400, 10)
     args = commands()["evcs-gym"].parse_args(["train"])
     assert resolve_recipe(args, "siouxfalls")[0] is None  # 0.2.0's Sioux Falls ships none
+
+
+def test_a_learner_trains_with_the_recipes_budget_for_it():
+    """``tiny``'s recipe gives IDDPG a budget of its own (``[train.iddpg]``); the game's
+    default learner keeps the game's, and a flag wins over both."""
+    from evcs_gym.cli.train import describe_recipe, resolve_recipe
+
+    def resolved(*flags: str) -> tuple[str, int, int]:
+        args = commands()["evcs-gym"].parse_args(["train", "--scenario", "tiny", *flags])
+        resolve_recipe(args, "tiny")
+        return args.algo, args.budget, args.rounds
+
+    assert resolved() == ("maddpg", 600, 0)
+    assert resolved("--algo", "iddpg") == ("iddpg", 2400, 0)
+    assert resolved("--algo", "iddpg", "--budget", "50") == ("iddpg", 50, 0)
+    assert resolved("--algo", "mfddpg") == ("mfddpg", 600, 0)
+    recipe = game_recipe("tiny")
+    line = describe_recipe(recipe, "iddpg", recipe.settings_hash, {"budget": 2400})
+    assert "iddpg, budget=2400, rounds=0" in line and "flags override" not in line
