@@ -71,9 +71,8 @@ def test_bundled_scenarios_use_the_default_stationary_stop(name):
     stop's defaults (revenue SE within 3 %, after 20 iterations)."""
     raw = _bundled_settings(name)
     assert not any(k.startswith("ue_payoff_") for k in raw)
-    assert (
-        scenario_settings(name).ue_payoff_precision == 0.03
-    )  # no network load: Anaheim's takes 10 s
+    # the settings alone, without loading the network (Anaheim's load takes 10 s)
+    assert scenario_settings(name).ue_payoff_precision == 0.03
 
 
 @pytest.mark.parametrize(
