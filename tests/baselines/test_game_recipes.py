@@ -17,8 +17,8 @@ from evcs_gym.baselines.recipe import learner_config
 from evcs_gym.baselines.registry import ALGORITHM_NAMES, load_algorithm
 
 
-def test_the_market_games_ship_a_recipe():
-    assert {"tiny", "tiny_market", "siouxfalls_market"} <= set(recipe_names())
+def test_the_tiny_sioux_falls_and_market_games_ship_a_recipe():
+    assert {"tiny", "siouxfalls", "tiny_market", "siouxfalls_market"} <= set(recipe_names())
 
 
 @pytest.mark.parametrize("game", recipe_names())

@@ -174,7 +174,7 @@ def test_train_without_a_recipe_keeps_the_package_defaults():
     assert recipe is None and fields == {}
     assert (args.algo, args.budget, args.rounds) == ("maddpg", 400, 10)
     args = commands()["evcs-gym"].parse_args(["train"])
-    assert resolve_recipe(args, "siouxfalls")[0] is None  # 0.2.0's Sioux Falls ships none
+    assert resolve_recipe(args, "anaheim")[0] is None  # Anaheim ships none
 
 
 def test_a_learner_trains_with_the_recipes_budget_for_it():
