@@ -424,9 +424,12 @@ def test_tune_recipe_baseline_is_the_recipe_or_else_the_package_defaults(load_sc
     study = load_script("benchmarks/studies", "tune_recipe")
     assert study.baseline_params("tiny_market", "maddpg")["updates_per_learn"] == 32
     defaults = learner_config(MADDPGConfig, 600)
-    sioux = study.baseline_params("siouxfalls", "maddpg")  # a 0.2.0 game without a recipe
-    assert sioux == {name: getattr(defaults, name) for name in study.SPACE}
-    assert study.baseline_name("siouxfalls") == "the package's defaults"
+    anaheim = study.baseline_params("anaheim", "maddpg")  # a game without a recipe
+    assert anaheim == {name: getattr(defaults, name) for name in study.SPACE}
+    assert study.baseline_name("anaheim") == "the package's defaults"
+    sioux = study.baseline_params("siouxfalls", "maddpg")  # its recipe: the defaults at 200
+    defaults_at_200 = learner_config(MADDPGConfig, 200)
+    assert sioux == {name: getattr(defaults_at_200, name) for name in study.SPACE}
     assert study.baseline_params("tiny", "maddpg")["updates_per_learn"] == 4  # tiny's recipe
     assert study.baseline_name("tiny_market") == "the shipped recipe"
     # the space widens to hold the defaults (2 updates; a warm-up of 50 at 200 evaluations)
