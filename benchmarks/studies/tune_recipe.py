@@ -72,7 +72,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--scenario", default="tiny_market")
     p.add_argument("--algo", default="maddpg", choices=list(ALGORITHM_NAMES))
-    p.add_argument("--budget", type=int, default=None, help="None: the recipe's, else 600")
+    p.add_argument(
+        "--budget", type=int, default=None, help="None: the recipe's [train] budget, else 600"
+    )
     p.add_argument("--trials", type=int, default=16, help="trials in all (with --resume)")
     p.add_argument("--seeds", nargs="+", type=int, default=[100, 101], help="training seeds")
     p.add_argument("--verify-seeds", type=int, default=4)
@@ -108,7 +110,7 @@ def baseline_params(scenario: str, algo: str, budget: int | None = None) -> dict
 
     recipe = game_recipe(scenario)
     if budget is None:
-        budget = int(recipe.train.get("budget", 600)) if recipe is not None else 600
+        budget = game_budget(scenario)
     overrides = recipe.learner(algo) if recipe is not None else None
     config = learner_config(ALGORITHMS[algo].config_cls, budget, overrides=overrides)
     return {name: getattr(config, name) for name in SPACE}
@@ -176,11 +178,15 @@ def train_once(
     }
 
 
-def budget_of(args: argparse.Namespace) -> int:
-    if args.budget is not None:
-        return int(args.budget)
-    recipe = game_recipe(args.scenario)
+def game_budget(scenario: str) -> int:
+    """The game's training budget: its recipe's ``[train]`` budget (not a learner's own
+    ``[train.<learner>]``: the trials of one game share one budget), else 600."""
+    recipe = game_recipe(scenario)
     return int(recipe.train.get("budget", 600)) if recipe is not None else 600
+
+
+def budget_of(args: argparse.Namespace) -> int:
+    return int(args.budget) if args.budget is not None else game_budget(args.scenario)
 
 
 def run_trial(args: argparse.Namespace, number: int, params: Mapping[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ def test_a_shipped_recipe_is_set_on_the_game_as_bundled(game):
     recipe = game_recipe(game)
     assert recipe is not None and recipe.game == game and recipe.source == f"{game}.toml"
     # the settings file's digest is the loaded scenario's settings_hash (checked on tiny
-    # below), without loading Sioux Falls' network (12 s of the default run)
+    # above), without loading Sioux Falls' network (12 s of the default run)
     assert recipe.settings_hash == scenario_settings(game).digest
     assert len(recipe.how) > 40  # says how it was set
     assert set(recipe.train) <= set(TRAIN_KEYS) and recipe.train["algo"] in ALGORITHM_NAMES
@@ -39,7 +39,7 @@ def test_a_shipped_recipe_is_set_on_the_game_as_bundled(game):
     assert all(set(t) <= set(LEARNER_TRAIN_KEYS) for t in recipe.train_by_learner.values())
     for name, fields in recipe.learners.items():
         cls = load_algorithm(name).config_cls
-        config = learner_config(cls, recipe.train.get("budget", 400), overrides=fields)
+        config = learner_config(cls, recipe.train_for(name).get("budget", 400), overrides=fields)
         assert all(getattr(config, k) == v for k, v in fields.items())
 
 
