@@ -33,6 +33,8 @@ PYTHON = "3.11"
 TORCH = "torch==2.13.0"
 LOCAL_WHEELS = "/opt/wheels"
 SMOKE_ENV = {"EVCS_GYM_SMOKE": "1", "OMP_NUM_THREADS": "1"}
+XDIST = ("-n", "2", "--dist", "loadfile")
+"""pytest-xdist as the README's test command runs it: two workers, a test file on one."""
 
 
 def install_cpu_torch(session: nox.Session) -> None:
@@ -94,7 +96,7 @@ def oldest(session: nox.Session) -> None:
     """The core suite at the oldest gymnasium and pettingzoo that pyproject.toml admits."""
     install_with(session, "gymnasium==1.2.2", "pettingzoo==1.26.0", extras="torch,sb3,opt,dev")
     check_imports(session, "gymnasium, pettingzoo", "gymnasium", "pettingzoo")
-    run_pytest(session, "-m", "not slow and not siouxfalls and not ray")
+    run_pytest(session, "-m", "not slow and not siouxfalls and not ray", *XDIST)
 
 
 @nox.session(python=PYTHON)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -40,10 +41,16 @@ def _sb3_log_folder(tmp_path_factory):
 @pytest.fixture(scope="session", autouse=True)
 def _scenario_cache(tmp_path_factory):
     """Point the on-disk scenario cache (:mod:`evcs_gym.scenarios.cache`) at a folder of this
-    session: tests neither read a developer's entries nor leave their own behind. Worker
-    processes inherit the variable."""
+    test run: tests neither read a developer's entries nor leave their own behind. Worker
+    processes inherit the variable. Under pytest-xdist the run's workers share the folder
+    (the cache locks each entry), so a bundled scenario's warm start is computed once."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the run's folder, above each worker's own
+    folder = base / "scenario_cache"
+    folder.mkdir(exist_ok=True)
     patch = pytest.MonkeyPatch()
-    patch.setenv("EVCS_GYM_CACHE_DIR", str(tmp_path_factory.mktemp("scenario_cache")))
+    patch.setenv("EVCS_GYM_CACHE_DIR", str(folder))
     yield
     patch.undo()
 
