@@ -44,6 +44,15 @@ def test_bench_vector_env_without_ceiling(load_script, capsys):
     assert "machine ceiling" not in capsys.readouterr().out
 
 
+def test_bench_table_env_times_a_step_against_an_evaluation(load_script, capsys):
+    figures = load_script("benchmarks", "bench_table_env").main(
+        ["--steps", "100", "--evaluations", "2"]
+    )
+    assert all(math.isfinite(v) and v > 0 for v in figures.values()), figures
+    assert figures["ratio"] == figures["evaluation_s"] / figures["step_s"]
+    assert "µs" in capsys.readouterr().out
+
+
 def test_bench_load_times_cold_and_cached_loads_in_new_processes(load_script, capsys):
     results = load_script("benchmarks", "bench_load").main(["--scenarios", "tiny", "--uncached"])
     tiny = results["tiny"]

@@ -1,9 +1,7 @@
 """TablePricingEnv (evcs_gym.envs.table_env): API checkers, the simulator's rewards replayed
-bit for bit, the repeated game, speed, errors."""
+bit for bit, the repeated game, errors (its speed: ``benchmarks/bench_table_env.py``)."""
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import pytest
@@ -11,7 +9,7 @@ from pettingzoo.test import parallel_api_test, parallel_seed_test
 
 import evcs_gym
 from evcs_gym.envs import TablePricingEnv
-from evcs_gym.tabular import LogitMarket, calvano_grid, simulator_table
+from evcs_gym.tabular import calvano_grid, simulator_table
 from evcs_gym.wrappers import DiscretePrices
 
 M = 4
@@ -62,19 +60,6 @@ def test_the_repeated_game_observes_last_rounds_levels(table):
     _, _, terms, truncs, infos = env.step({"A": 2, "B": 1})
     assert all(truncs.values()) and not any(terms.values()) and env.agents == []
     assert infos["A"]["round"] == 2 and infos["B"]["level"] == 1
-
-
-def test_steps_in_microseconds():
-    market = LogitMarket()
-    env = TablePricingEnv(market.table(market.grid()), rounds=100_000)
-    env.reset(seed=0)
-    actions = {"1": 3, "2": 7}
-    t0 = time.perf_counter()
-    for _ in range(2000):
-        env.step(actions)
-    per_step = (time.perf_counter() - t0) / 2000
-    print(f"TablePricingEnv: {per_step * 1e6:.1f} µs a step")
-    assert per_step < 1e-3  # a simulator evaluation of tiny_market takes ~0.1 s
 
 
 @pytest.mark.parametrize(
