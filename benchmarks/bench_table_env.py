@@ -36,6 +36,7 @@ def seconds_per_table_step(steps: int) -> float:
 def seconds_per_evaluation(evaluations: int) -> float:
     """Seconds an evaluation of ``tiny_market`` in the simulator (the scenario loaded)."""
     market = evcs_gym.load_scenario("tiny_market")
+    print(f"evcs-gym {evcs_gym.__version__}, tiny_market settings {market.settings_hash}")
     evaluator = evcs_gym.EVCSRewardEvaluator(market)
     rng = np.random.default_rng(0)
     lo, hi = market.price_bounds[market.agent_names[0]]
