@@ -33,10 +33,8 @@ def seconds_per_table_step(steps: int) -> float:
     return (time.perf_counter() - t0) / steps
 
 
-def seconds_per_evaluation(evaluations: int) -> float:
-    """Seconds an evaluation of ``tiny_market`` in the simulator (the scenario loaded)."""
-    market = evcs_gym.load_scenario("tiny_market")
-    print(f"evcs-gym {evcs_gym.__version__}, tiny_market settings {market.settings_hash}")
+def seconds_per_evaluation(market: evcs_gym.NetworkData, evaluations: int) -> float:
+    """Seconds an evaluation of ``market`` in the simulator (the scenario already loaded)."""
     evaluator = evcs_gym.EVCSRewardEvaluator(market)
     rng = np.random.default_rng(0)
     lo, hi = market.price_bounds[market.agent_names[0]]
@@ -55,8 +53,10 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--steps", type=int, default=200_000, help="table steps timed")
     parser.add_argument("--evaluations", type=int, default=20, help="simulator evaluations timed")
     args = parser.parse_args(argv)
+    market = evcs_gym.load_scenario("tiny_market")
+    print(f"evcs-gym {evcs_gym.__version__}, tiny_market settings {market.settings_hash}")
     step = seconds_per_table_step(args.steps)
-    evaluation = seconds_per_evaluation(args.evaluations)
+    evaluation = seconds_per_evaluation(market, args.evaluations)
     print(
         f"TablePricingEnv step (logit market, 15 levels): {step * 1e6:.1f} µs, {args.steps:,} steps"
     )
